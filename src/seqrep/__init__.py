@@ -1,0 +1,3 @@
+"""seqrep: sequence labeling with decoder-only language models by sequence repetition."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Reading labeled text: plain objects, tag schemes, readers and named datasets."""
