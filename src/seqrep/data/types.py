@@ -57,7 +57,8 @@ class Sentence:
                 raise ValueError(f"{len(self.words)} words but {len(self.offsets)} offsets")
 
     @classmethod
-    def from_spans(cls, words: list[str] | tuple[str, ...], spans: list[Span], **kw: Any) -> Sentence:
+    def from_spans(cls, words: list[str] | tuple[str, ...], spans: list[Span],
+                   **kw: Any) -> Sentence:
         """Build a sentence from words and (non-overlapping) spans."""
         tags = spans_to_tags([(s.start, s.end, s.label) for s in spans], len(words))
         return cls(tuple(words), tuple(tags), **kw)
