@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from seqrep.data.tags import TagError, convert_tags, detect_scheme, normalize_scheme
+from seqrep.data.tags import TagError, convert_tags, detect_scheme, normalize_scheme, split_tag
 from seqrep.errors import ConfigError, DataError
 
 
@@ -55,6 +55,18 @@ def check_scheme(scheme: str | None) -> str | None:
         raise ConfigError(f"scheme: {err}") from None
 
 
+def _check_plain(sequences: Sequence[Sequence[str]], source: str | Path,
+                 line_of: Callable[[int, int], int | None]) -> None:
+    """Plain labels were detected: a file that mixes them with prefixed tags is an error."""
+    if not any(split_tag(t)[0] in ("B", "I", "E", "S") for tags in sequences for t in tags):
+        return
+    i, j = next((i, j) for i, tags in enumerate(sequences) for j, t in enumerate(tags)
+                if split_tag(t)[0] == "")
+    raise DataError(source, f"tag {sequences[i][j]!r} has no B-/I- prefix but other tags have "
+                            "one; expected O or PREFIX-LABEL (pass scheme TOKEN to read every tag "
+                            "as a plain label)", line_of(i, j))
+
+
 def to_iob2(sequences: Sequence[Sequence[str]], scheme: str | None, strict: bool,
             source: str | Path, line_of: Callable[[int, int], int | None]
             ) -> tuple[list[list[str]], int, str]:
@@ -64,7 +76,8 @@ def to_iob2(sequences: Sequence[Sequence[str]], scheme: str | None, strict: bool
         sequences: one tag sequence per sentence.
         scheme: the tag scheme, or ``None`` to detect it over the whole file
             (:func:`seqrep.data.tags.detect_scheme`). TOKEN labels (e.g. POS) become width-1
-            spans ``B-NN``.
+            spans ``B-NN``; a file that mixes plain labels with prefixed tags is an error unless
+            the scheme is given.
         strict: raise on an invalid sequence instead of repairing it.
         source: the file, for error messages.
         line_of: ``(sentence index, word index) -> line number`` for error messages.
@@ -77,6 +90,8 @@ def to_iob2(sequences: Sequence[Sequence[str]], scheme: str | None, strict: bool
         DataError: a tag does not fit the scheme (or, under ``strict``, an invalid sequence).
     """
     resolved = check_scheme(scheme) or detect_scheme(sequences)
+    if scheme is None and resolved == "TOKEN":
+        _check_plain(sequences, source, line_of)
     out: list[list[str]] = []
     repaired = 0
     for i, tags in enumerate(sequences):

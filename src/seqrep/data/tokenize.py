@@ -47,10 +47,11 @@ def split_words(text: str) -> list[tuple[int, int]]:
 
     Whitespace separates words and is never part of one. Python's ``\\w`` does not match
     combining marks (Unicode category ``M*``), so a token made only of marks is merged into the
-    token that ends right where it starts, and a word token that starts right where such a mark
-    ends is merged too. So decomposed accents (``cafe`` + U+0301) and Devanagari vowel signs and
-    viramas (``नमस्ते``) stay inside one word, as in Unicode's word-boundary rules (UAX #29).
-    A mark after whitespace (or at the start) stays a word of its own.
+    token that ends right where it starts; if that token is a word (or number), a word token
+    that starts right where the mark ends is merged too. So decomposed accents (``cafe`` +
+    U+0301) and Devanagari vowel signs and viramas (``नमस्ते``) stay inside one word, as in
+    Unicode's word-boundary rules (UAX #29). A mark after whitespace (or at the start) stays a
+    word of its own; emoji modifiers (category Sk) and joiners (Cf) are words of their own.
 
     Args:
         text: any string.
@@ -60,13 +61,13 @@ def split_words(text: str) -> list[tuple[int, int]]:
         ``text[start:end]`` is the word.
     """
     words: list[list[int]] = []
-    glue_next = False  # the last word ends in a combining mark
+    glue_next = False  # the last word is a word ending in a combining mark
     for m in _WORD_RE.finditer(text):
         start, end = m.span()
         touches = bool(words) and words[-1][1] == start
         if touches and _is_mark(m.group()):
             words[-1][1] = end
-            glue_next = True
+            glue_next = _is_word_char(text[words[-1][0]])
             continue
         if touches and glue_next and _is_word_char(text[start]):
             words[-1][1] = end

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import random
+import unicodedata
+
+import pytest
+
+from seqrep.data.tokenize import split_sentences, split_words, tokenize
+
+
+def words(text: str) -> list[str]:
+    return [text[s:e] for s, e in split_words(text)]
+
+
+def sentences(text: str) -> list[str]:
+    return [text[s:e] for s, e in split_sentences(text)]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("The U.S. army left at 9:05 p.m.", ["The", "U.S.", "army", "left", "at", "9:05", "p.m."]),
+    ("It costs $1,000.50 (approx.)", ["It", "costs", "$", "1,000.50", "(", "approx", ".", ")"]),
+    ("don't stop state-of-the-art rock’n’roll", ["don't", "stop", "state-of-the-art",
+                                                 "rock’n’roll"]),
+    ("e.g. a.b.c. and A.", ["e.g.", "a.b.c.", "and", "A", "."]),
+    ("25th 1st A4 4A foo_bar", ["25", "th", "1", "st", "A4", "4", "A", "foo_bar"]),
+    ("3.14, 7:30pm", ["3.14", ",", "7:30", "pm"]),
+    ("hot- ready -- now...", ["hot", "-", "ready", "-", "-", "now", ".", ".", "."]),
+    ("'quoted' \"twice\"", ["'", "quoted", "'", '"', "twice", '"']),
+    ("", []),
+    ("  \t\n ", []),
+])
+def test_split_words_rule(text: str, expected: list[str]) -> None:
+    assert words(text) == expected
+
+
+def test_offsets_are_exact_slices_for_whitespace_and_emoji() -> None:
+    text = "tab\there\nnew  line\r\nemoji 👍🏽 ❤️ 👨‍👩‍👧 ok"
+    offsets = split_words(text)
+    assert [text[s:e] for s, e in offsets] == [
+        "tab", "here", "new", "line", "emoji", "👍", "🏽", "❤️", "👨", "\u200d", "👩", "\u200d",
+        "👧", "ok"]
+    assert all(0 <= s < e <= len(text) for s, e in offsets)
+    assert all(b[0] >= a[1] for a, b in zip(offsets, offsets[1:], strict=False))
+
+
+def test_variation_selector_stays_with_its_emoji() -> None:
+    # U+FE0F is a combining-class mark (Mn), so it joins the heart.
+    assert words("I ❤️ it") == ["I", "❤️", "it"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("नमस्ते दुनिया", ["नमस्ते", "दुनिया"]),  # viramas and vowel signs (Mn/Mc) inside words
+    ("مرحبا بالعالم!", ["مرحبا", "بالعالم", "!"]),
+    ("日本語のテキスト。", ["日本語のテキスト", "。"]),
+    ("Москва, 東京", ["Москва", ",", "東京"]),
+    ("ภาษาไทย ok", ["ภาษาไทย", "ok"]),
+])
+def test_non_latin_scripts(text: str, expected: list[str]) -> None:
+    assert words(text) == expected
+
+
+def test_decomposed_accents_stay_in_one_word() -> None:
+    text = unicodedata.normalize("NFD", "naïve café résumé")
+    assert words(text) == [unicodedata.normalize("NFD", w) for w in ["naïve", "café", "résumé"]]
+
+
+def test_lone_marks() -> None:
+    # A mark after whitespace has nothing to join: it is a word of its own.
+    assert words("\u0301abc") == ["\u0301", "abc"]
+    assert words("a \u0301") == ["a", "\u0301"]
+    # A mark after punctuation joins it, but punctuation never absorbs the next word.
+    assert words("!\u0301x") == ["!\u0301", "x"]
+
+
+def test_tokenize_returns_words_and_offsets() -> None:
+    assert tokenize("Hi there!") == (["Hi", "there", "!"], [(0, 2), (3, 8), (8, 9)])
+
+
+def test_offsets_hold_on_random_text() -> None:
+    alphabet = "ab Z9.,'’-_\t\n\r:$👍🏽\u200d\u0301\u0308éनस्ते東Ж!?\"()"
+    rng = random.Random(0)
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        offsets = split_words(text)
+        assert split_words(text) == offsets  # deterministic
+        assert all(0 <= s < e <= len(text) for s, e in offsets)
+        assert all(b[0] >= a[1] for a, b in zip(offsets, offsets[1:], strict=False))
+        covered = {i for s, e in offsets for i in range(s, e)}
+        # every non-space character is in exactly one word, and no word holds a space
+        assert covered == {i for i, ch in enumerate(text) if not ch.isspace()}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Hello there. How are you? Fine!", ["Hello there.", "How are you?", "Fine!"]),
+    ('He said "Stop." Then left.', ['He said "Stop."', "Then left."]),
+    ("It rose 5 p.c. in 2020. 3 more years.", ["It rose 5 p.c. in 2020.", "3 more years."]),
+    ("Wait... what? no way. OK", ["Wait... what? no way.", "OK"]),
+    ('Done. "Quoted" start.', ["Done.", '"Quoted" start.']),
+    ("(Really?) Yes.", ["(Really?)", "Yes."]),
+    ("one\ntwo\r\n\r\nthree", ["one", "two", "three"]),
+    ("  padded  \n\n  ", ["padded"]),
+    ("version 2.0 is out", ["version 2.0 is out"]),
+    ("Mr. Smith arrived.", ["Mr.", "Smith arrived."]),
+    ("Это тест. Вот.", ["Это тест.", "Вот."]),
+    ("", []),
+    (" \n \t ", []),
+])
+def test_split_sentences_rule(text: str, expected: list[str]) -> None:
+    assert sentences(text) == expected
+
+
+def test_sentence_offsets_are_stripped_and_non_empty() -> None:
+    text = "  A b.  C d!\n\n e? \tF"
+    spans = split_sentences(text)
+    assert [text[s:e] for s, e in spans] == ["A b.", "C d!", "e?", "F"]
+    for s, e in spans:
+        assert e > s and not text[s].isspace() and not text[e - 1].isspace()
