@@ -1,0 +1,122 @@
+"""JSON Lines: one sentence per line, as words with tags or as text with character spans.
+
+Two record shapes, which may be mixed in one file:
+
+- ``{"tokens": [...], "tags": [...]}``: tags in any scheme (detected over all such records of
+  the file, or given), converted to IOB2;
+- ``{"text": "...", "spans": [{"start": 0, "end": 5, "label": "X"}, ...]}``: character offsets
+  (``end`` exclusive); words come from :func:`seqrep.data.tokenize.split_words` and spans are
+  placed with :mod:`seqrep.data.charspans`.
+
+Optional ``"id"`` and ``"doc_id"`` fields are kept (``meta["id"]``, ``Sentence.doc_id``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from seqrep.data.charspans import CharSpan, check_alignment, place_spans, placement_notes
+from seqrep.data.sources import read_text, to_iob2
+from seqrep.data.tokenize import split_words
+from seqrep.data.types import Corpus, Sentence, Span
+from seqrep.errors import DataError
+
+
+def _char_spans(path: Path, line: int, record: dict[str, Any]) -> list[CharSpan]:
+    text, spans = record["text"], record.get("spans", [])
+    if not isinstance(spans, list):
+        raise DataError(path, "\"spans\" must be a list of {start, end, label}", line)
+    out = []
+    for k, span in enumerate(spans):
+        try:
+            start, end, label = span["start"], span["end"], span["label"]
+        except (KeyError, TypeError):
+            raise DataError(path, f"span {k} is {span!r}; expected {{\"start\": int, "
+                                  "\"end\": int, \"label\": str}", line) from None
+        if not (isinstance(start, int) and isinstance(end, int) and isinstance(label, str)):
+            raise DataError(path, f"span {k} is {span!r}; expected integer offsets and a "
+                                  "string label", line)
+        if not 0 <= start < end <= len(text):
+            raise DataError(path, f"span {k} ({label}) has offsets {start}-{end} outside the "
+                                  f"text (0-{len(text)}); expected 0 <= start < end <= "
+                                  f"{len(text)}", line)
+        out.append(CharSpan(start, end, label, text[start:end]))
+    return out
+
+
+def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    records = []
+    for line, raw in enumerate(read_text(path).split("\n"), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except json.JSONDecodeError as err:
+            raise DataError(path, f"invalid JSON ({err.msg} at column {err.colno})", line) from None
+        has_tokens = isinstance(record, dict) and "tokens" in record
+        if not (has_tokens or isinstance(record, dict) and isinstance(record.get("text"), str)):
+            raise DataError(path, "expected an object with \"tokens\" and \"tags\", or with "
+                                  "\"text\" and \"spans\"", line)
+        if has_tokens:
+            tokens, tags = record["tokens"], record.get("tags")
+            if not isinstance(tokens, list) or not isinstance(tags, list):
+                raise DataError(path, "\"tokens\" and \"tags\" must both be lists", line)
+            if len(tokens) != len(tags):
+                raise DataError(path, f"{len(tokens)} tokens but {len(tags)} tags; expected one "
+                                      "tag per token", line)
+            if not all(isinstance(x, str) and x for x in tokens + tags):
+                raise DataError(path, "tokens and tags must be non-empty strings", line)
+        records.append((line, record))
+    return records
+
+
+def read_jsonl(path: str | Path, scheme: str | None = None, strict: bool = False,
+               alignment: str = "expand") -> Corpus:
+    """Read a JSON Lines file of tagged tokens or of text with character spans.
+
+    Args:
+        path: the file.
+        scheme: tag scheme of ``tags`` records, ``None`` to detect it over the file.
+        strict: raise on an invalid tag sequence instead of repairing it.
+        alignment: how character spans off word boundaries map to words: ``"expand"``,
+            ``"contract"`` or ``"strict"`` (an error; see :mod:`seqrep.data.charspans`).
+
+    Returns:
+        the sentences in file order, with ``meta["line"]``.
+
+    Raises:
+        DataError: invalid JSON, a record of neither shape, tokens and tags of different
+            lengths, offsets outside the text (naming file and line).
+    """
+    path = Path(path)
+    check_alignment(alignment)
+    records = _records(path)
+    tagged = [(line, r) for line, r in records if "tokens" in r]
+    iob2, repaired, _ = to_iob2([r["tags"] for _, r in tagged], scheme, strict, path,
+                                lambda i, _: tagged[i][0]) if tagged else ([], 0, "IOB2")
+    tags_of = {line: t for (line, _), t in zip(tagged, iob2, strict=True)}
+    sentences, notes = [], []
+    for line, r in records:
+        meta: dict[str, Any] = {"line": line, **({"id": r["id"]} if "id" in r else {})}
+        doc_id = r.get("doc_id")
+        if line in tags_of:
+            sentences.append(Sentence(r["tokens"], tags_of[line], doc_id=doc_id,
+                                      text=r.get("text"), meta=meta))
+            continue
+        text = r["text"]
+        offsets = split_words(text)
+        placed = place_spans(offsets, _char_spans(path, line, r), alignment)
+        if alignment == "strict" and placed.unplaced:
+            cs = placed.unplaced[0]
+            raise DataError(path, f"span {cs.ref!r} ({cs.label}, chars {cs.start}-{cs.end}) does "
+                                  "not fall on word boundaries (alignment='strict')", line)
+        found = placement_notes(placed, f"{path.name}:{line}", text, offsets)
+        notes += found
+        if found:
+            meta["notes"] = found
+        sentences.append(Sentence.from_spans([text[s:e] for s, e in offsets],
+                                             [Span(*s) for s in placed.spans], doc_id=doc_id,
+                                             text=text, offsets=offsets, meta=meta))
+    return Corpus(sentences, name=str(path), repaired=repaired, notes=notes)

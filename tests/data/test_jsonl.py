@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from seqrep.data.jsonl import read_jsonl
+from seqrep.errors import DataError
+
+
+def spans(sentence) -> list[tuple[str, str]]:  # noqa: ANN001
+    return [(" ".join(sentence.words[s.start:s.end]), s.label) for s in sentence.spans]
+
+
+def write(tmp_path: Path, *records: object) -> Path:
+    path = tmp_path / "x.jsonl"
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in records) + "\n",
+                    encoding="utf-8")
+    return path
+
+
+def test_fixture_both_record_shapes(fixtures: Path) -> None:
+    corpus = read_jsonl(fixtures / "tiny.jsonl")
+    assert len(corpus) == 5
+    assert spans(corpus[0]) == [("Obama", "PER"), ("New York", "LOC")]
+    assert corpus[0].meta == {"line": 1, "id": "t1"}
+    assert corpus[1].doc_id == "d2"
+    assert spans(corpus[1]) == [("Angela Merkel", "PER"), ("Macron", "PER")]
+    third = corpus[2]
+    assert third.words == ("Book", "a", "room", "in", "Paris", "for", "2", "nights", ".")
+    assert spans(third) == [("Paris", "city"), ("2 nights", "duration")]
+    # the stray I-LOC on line 4 is repaired and counted
+    assert corpus[3].tags == ("B-LOC", "O", "O")
+    assert corpus.repaired == 1
+    # "café" inside "café's" is extended to the word and noted
+    assert spans(corpus[4]) == [("café's", "place"), ("décor", "aspect")]
+    assert corpus.notes == [corpus[4].meta["notes"][0]]
+    assert corpus.notes[0].startswith("cut mid-word: tiny.jsonl:5: span 'café' (place, chars 4-8)")
+
+
+def test_scheme_detected_over_the_file_or_given(tmp_path: Path) -> None:
+    path = write(tmp_path, {"tokens": ["a", "b", "c"], "tags": ["S-X", "B-Y", "E-Y"]})
+    assert spans(read_jsonl(path)[0]) == [("a", "X"), ("b c", "Y")]
+    path = write(tmp_path, {"tokens": ["a", "b"], "tags": ["NN", "VB"]})
+    assert read_jsonl(path)[0].tags == ("B-NN", "B-VB")
+    path = write(tmp_path, {"tokens": ["a", "b"], "tags": ["I-X", "I-X"]},
+                 {"tokens": ["c"], "tags": ["B-X"]})
+    assert read_jsonl(path, scheme="IOB1")[0].tags == ("B-X", "I-X")
+    with pytest.raises(DataError, match=r"x\.jsonl:1: invalid IOB2 sequence"):
+        read_jsonl(path, scheme="IOB2", strict=True)
+
+
+def test_alignment(tmp_path: Path) -> None:
+    path = write(tmp_path, {"text": "dress code", "spans": [{"start": 0, "end": 9, "label": "A"}]})
+    assert spans(read_jsonl(path)[0]) == [("dress code", "A")]
+    assert spans(read_jsonl(path, alignment="contract")[0]) == [("dress", "A")]
+    with pytest.raises(DataError, match=r"x\.jsonl:1: span 'dress cod' \(A, chars 0-9\) does not "
+                                        "fall on word boundaries"):
+        read_jsonl(path, alignment="strict")
+
+
+@pytest.mark.parametrize("record, pattern", [
+    ({"text": "abc", "spans": [{"start": 1, "end": 4, "label": "X"}]},
+     r"x\.jsonl:2: span 0 \(X\) has offsets 1-4 outside the text \(0-3\)"),
+    ({"text": "abc", "spans": [{"start": -1, "end": 2, "label": "X"}]},
+     r"x\.jsonl:2: span 0 \(X\) has offsets -1-2 outside"),
+    ({"text": "abc", "spans": [{"start": 2, "end": 2, "label": "X"}]}, r"x\.jsonl:2: span 0"),
+    ({"text": "abc", "spans": [{"begin": 0, "end": 2, "label": "X"}]},
+     r"x\.jsonl:2: span 0 is .*; expected \{\"start\": int"),
+    ({"text": "abc", "spans": {"start": 0}}, r"x\.jsonl:2: \"spans\" must be a list"),
+    ({"tokens": ["a", "b"], "tags": ["O"]}, r"x\.jsonl:2: 2 tokens but 1 tags"),
+    ({"tokens": ["a"], "tags": "O"}, r"x\.jsonl:2: \"tokens\" and \"tags\" must both be lists"),
+    ({"tokens": ["a", ""], "tags": ["O", "O"]}, r"x\.jsonl:2: tokens and tags must be non-empty"),
+    ({"words": ["a"]}, r"x\.jsonl:2: expected an object with \"tokens\" and \"tags\""),
+    ([1, 2], r"x\.jsonl:2: expected an object"),
+    ('{"text": "abc",', r"x\.jsonl:2: invalid JSON"),
+])
+def test_errors_name_the_line(tmp_path: Path, record: object, pattern: str) -> None:
+    path = write(tmp_path, {"tokens": ["ok"], "tags": ["O"]}, record)
+    with pytest.raises(DataError, match=pattern):
+        read_jsonl(path)
+
+
+def test_empty_and_non_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text("\n \n")
+    with pytest.raises(DataError, match=r"x\.jsonl: the file is empty"):
+        read_jsonl(path)
+    path.write_bytes(b'{"tokens": ["ok"], "tags": ["O"]}\n{"text": "caf\xe9", "spans": []}\n')
+    with pytest.raises(DataError, match=r"x\.jsonl:2: not valid UTF-8"):
+        read_jsonl(path)

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from seqrep.data.nlupp import read_nlupp
+from seqrep.errors import ConfigError, DataError
+
+
+def slots(sentence) -> list[tuple[str, str]]:  # noqa: ANN001
+    return [(" ".join(sentence.words[s.start:s.end]), s.label) for s in sentence.spans]
+
+
+def test_fixture_domains_folds_and_slots(fixtures: Path) -> None:
+    root = fixtures / "nlupp"
+    corpus = read_nlupp(root)
+    assert len(corpus) == 5
+    first = corpus[0]
+    assert slots(first) == [("amazon prime", "company_name"), ("May", "date_to")]
+    assert first.meta["domain"] == "banking" and first.meta["fold"] == 0
+    assert first.meta["intents"] == ["how_much", "transfer_payment_deposit"]
+    assert first.meta["slots"]["date_to"]["value"]["month"] == 5
+    assert all(s.text[a:b] == w for s in corpus for w, (a, b) in zip(s.words, s.offsets,
+                                                                   strict=True))
+    assert [s.meta["domain"] for s in corpus] == ["banking"] * 3 + ["hotels"] * 2
+    # the same folds from the data/ folder, a domain folder, or one file
+    assert len(read_nlupp(root / "data")) == 5
+    assert len(read_nlupp(root / "data" / "banking")) == 3
+    assert len(read_nlupp(root / "data" / "banking" / "fold1.json")) == 1
+
+
+def test_selection(fixtures: Path) -> None:
+    root = fixtures / "nlupp"
+    assert len(read_nlupp(root, domains=["hotels"])) == 2
+    assert len(read_nlupp(root, domains="banking", folds=[1])) == 1
+    assert len(read_nlupp(root, folds=[0])) == 4
+    with pytest.raises(ConfigError, match="unknown NLU\\+\\+ domain 'travel'; expected one of "
+                                          "banking, hotels"):
+        read_nlupp(root, domains=["travel"])
+    with pytest.raises(ConfigError, match="hotels has no fold 1; expected folds 0..0"):
+        read_nlupp(root, folds=[1])
+
+
+def test_lost_and_moved_slots_are_explained(fixtures: Path) -> None:
+    corpus = read_nlupp(fixtures / "nlupp")
+    # 7 slot spans in the files; "today" inside "only today" cannot be a second span
+    assert corpus.stats()["spans"] == 6
+    assert [n.split(":")[0] for n in corpus.notes] == ["cut mid-word", "overlapping"]
+    assert "slot 'Godaddy' (company_name, chars 18-25)" in corpus.notes[0]
+    assert 'labeled the words "Godaddy\'s"' in corpus.notes[0]
+    assert ("overlapping: hotels/fold0.json example [0] 'only today': slot 'today' (date, chars "
+            "5-10) overlaps slot 'only today' (date_period, chars 0-10)") in corpus.notes[1]
+
+
+@pytest.mark.parametrize("content, pattern", [
+    ('[{"text": "hi", "slots": {"x": {"span": [0, 5]}}}]', r"fold0\.json: example \[0\] slot "
+                                                          r"'x': offsets 0-5 outside the text"),
+    ('[{"text": "hi", "slots": {"x": {"text": "hi"}}}]', r"expected \"span\": \[start, end\]"),
+    ('[{"txt": "hi"}]', r"fold0\.json: example \[0\]: expected an object with a \"text\""),
+    ('{"text": "hi"}', r"fold0\.json: expected a JSON list"),
+    ('[{"text": "hi"},\n oops]', r"fold0\.json:2: invalid JSON"),
+])
+def test_errors(tmp_path: Path, content: str, pattern: str) -> None:
+    (tmp_path / "banking").mkdir()
+    (tmp_path / "banking" / "fold0.json").write_text(content)
+    with pytest.raises(DataError, match=pattern):
+        read_nlupp(tmp_path)
+
+
+def test_empty_directory(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="no NLU\\+\\+ folds found"):
+        read_nlupp(tmp_path)
+
+
+def test_real_nlupp_every_span_survives_or_is_explained(nlupp_dir: Path) -> None:
+    corpus = read_nlupp(nlupp_dir)
+    raw = sum(len(ex.get("slots", {})) for domain in ("banking", "hotels") for k in range(20)
+              for ex in json.loads((nlupp_dir / "data" / domain / f"fold{k}.json").read_text()))
+    assert (len(corpus), raw) == (3_080, 1_987)
+    assert len(read_nlupp(nlupp_dir, domains=["banking"])) == 2_071
+    assert len(read_nlupp(nlupp_dir, domains=["hotels"])) == 1_009
+    # 2 of the 1,987 slot spans are lost in spans -> tags: each overlaps another slot
+    assert corpus.stats()["spans"] == 1_985
+    lost = [n for n in corpus.notes if n.startswith(("overlapping", "no word", "duplicate"))]
+    assert len(lost) == raw - corpus.stats()["spans"] == 2
+    assert "'afternoon' (time_period, chars 48-57) overlaps slot 'this afternoon'" in lost[0]
+    assert "'today' (date, chars 5-10) overlaps slot 'only today'" in lost[1]
+    # 2 more are kept but extended to whole words ("Godaddy" -> "Godaddy's", "today's")
+    assert sum(n.startswith("cut mid-word") for n in corpus.notes) == 2
+    assert len(corpus.notes) == 4
