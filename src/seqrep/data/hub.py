@@ -1,0 +1,76 @@
+"""Named datasets from the Hugging Face Hub, when no local copy is configured.
+
+Only datasets with a Hub copy in the ``tokens`` + class-label ``tags`` shape are listed. This
+needs the optional ``datasets`` library and a network connection; without them the error tells
+the user to set ``SEQREP_DATA`` instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from seqrep.data.sources import to_iob2
+from seqrep.data.types import Corpus, Sentence
+from seqrep.errors import ConfigError, SeqrepError
+
+
+@dataclass(frozen=True)
+class HubDataset:
+    """Where a named dataset lives on the Hub: repository id and column names."""
+
+    repo: str
+    tokens: str = "tokens"
+    tags: str = "ner_tags"
+
+
+HUB_DATASETS = {"conll2003": HubDataset("eriktks/conll2003")}
+_OPTIONS = ("scheme", "strict")
+
+
+def load_from_hub(name: str, split: str, **options: Any) -> Corpus:
+    """Load one split of a named dataset with ``datasets.load_dataset``.
+
+    Class-label ids are mapped to their names and the tags are converted to IOB2 like a file's.
+
+    Args:
+        name: a key of :data:`HUB_DATASETS`.
+        split: ``train``, ``validation`` or ``test``.
+        **options: ``scheme`` and ``strict``, as for :func:`seqrep.data.conll.read_conll`.
+
+    Returns:
+        the corpus, named ``hf://<repo>/<split>``.
+
+    Raises:
+        SeqrepError: the dataset has no Hub copy, ``datasets`` is not installed, or loading
+            failed (offline, unknown repository); the message says to set ``SEQREP_DATA``.
+    """
+    hint = f"set SEQREP_DATA to a directory holding {name}/"
+    spec = HUB_DATASETS.get(name)
+    if spec is None:
+        raise SeqrepError(f"dataset {name!r} has no local copy and no Hugging Face Hub source; "
+                          f"{hint}")
+    unknown = [k for k in options if k not in _OPTIONS]
+    if unknown:
+        raise ConfigError(f"option {unknown[0]!r} does not apply to {spec.repo}; expected one "
+                          f"of {', '.join(_OPTIONS)}")
+    try:
+        import datasets
+    except ImportError:
+        raise SeqrepError(f"dataset {name!r} has no local copy and the `datasets` library is not "
+                          f"installed; {hint}, or `pip install datasets` to fetch {spec.repo} "
+                          "from the Hugging Face Hub") from None
+    try:
+        table = datasets.load_dataset(spec.repo, split=split)
+    except Exception as err:  # offline, missing repository, bad split: all end the same way
+        raise SeqrepError(f"could not load {spec.repo} ({split}) from the Hugging Face Hub: "
+                          f"{type(err).__name__}: {err}; {hint}") from None
+    names = table.features[spec.tags].feature.names
+    words = table[spec.tokens]
+    sequences = [[names[i] for i in row] for row in table[spec.tags]]
+    source = f"hf://{spec.repo}/{split}"
+    tags, repaired, _ = to_iob2(sequences, options.get("scheme"), options.get("strict", False),
+                                source, lambda i, _: i + 1)
+    sentences = [Sentence(w, t, meta={"row": i}) for i, (w, t) in enumerate(zip(words, tags,
+                                                                              strict=True))]
+    return Corpus(sentences, name=source, repaired=repaired)
