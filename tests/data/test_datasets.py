@@ -155,10 +155,12 @@ class _Table:
 def test_hub_maps_class_label_ids(monkeypatch) -> None:  # noqa: ANN001
     calls = []
 
-    def load_dataset(repo: str, split: str) -> _Table:
-        calls.append((repo, split))
+    def load_dataset(repo: str, split: str, revision: str | None = None) -> _Table:
+        calls.append((repo, split, revision))
         if split == "test":
             raise ConnectionError("offline")
+        if revision is None:  # as datasets>=4 answers for a script dataset
+            raise RuntimeError("Dataset scripts are no longer supported, but found conll2003.py")
         return _Table({"tokens": [["EU", "rejects", "German"], ["Peter", "Blackburn"]],
                        "ner_tags": [[3, 0, 7], [1, 2]]},
                       ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC"])
@@ -167,7 +169,8 @@ def test_hub_maps_class_label_ids(monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.setitem(sys.modules, "datasets",
                         types.SimpleNamespace(load_dataset=load_dataset))
     corpus = load_corpus("conll2003", "validation")
-    assert calls == [("eriktks/conll2003", "validation")]
+    assert calls == [("eriktks/conll2003", "validation", None),
+                     ("eriktks/conll2003", "validation", "refs/convert/parquet")]
     assert corpus.name == "hf://eriktks/conll2003/validation"
     assert corpus[0].tags == ("B-ORG", "O", "B-MISC")
     assert corpus.stats()["spans_per_label"] == {"MISC": 1, "ORG": 1, "PER": 1}

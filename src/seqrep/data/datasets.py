@@ -128,9 +128,10 @@ def resolve_data_dir(explicit: str | Path | None = None) -> Path | None:
 
 def _layout(path: Path) -> str | None:
     """The named dataset whose folder layout a directory has, if any."""
-    probes = {"conll2003": CONLL2003_FILES["train"], "rest14": REST14_XML["train"],
-              "nlupp": "data/banking"}
-    return next((name for name, probe in probes.items() if (path / probe).exists()), None)
+    probes = {"conll2003": (CONLL2003_FILES["train"],), "rest14": (REST14_XML["train"],),
+              "nlupp": ("data/banking", "data/hotels", "banking", "hotels")}
+    return next((name for name, found in probes.items()
+                 if any((path / probe).exists() for probe in found)), None)
 
 
 def _load_named(name: str, root: Path, split: str, options: dict[str, Any]) -> Corpus:

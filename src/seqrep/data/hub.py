@@ -22,6 +22,9 @@ class HubDataset:
     repo: str
     tokens: str = "tokens"
     tags: str = "ner_tags"
+    # datasets>=4 no longer runs loading scripts; the Hub's parquet export of a script dataset
+    # lives on this branch.
+    parquet_revision: str = "refs/convert/parquet"
 
 
 HUB_DATASETS = {"conll2003": HubDataset("eriktks/conll2003")}
@@ -61,7 +64,12 @@ def load_from_hub(name: str, split: str, **options: Any) -> Corpus:
                           f"installed; {hint}, or `pip install datasets` to fetch {spec.repo} "
                           "from the Hugging Face Hub") from None
     try:
-        table = datasets.load_dataset(spec.repo, split=split)
+        try:
+            table = datasets.load_dataset(spec.repo, split=split)
+        except RuntimeError as err:
+            if "scripts are no longer supported" not in str(err):
+                raise
+            table = datasets.load_dataset(spec.repo, split=split, revision=spec.parquet_revision)
     except Exception as err:  # offline, missing repository, bad split: all end the same way
         raise SeqrepError(f"could not load {spec.repo} ({split}) from the Hugging Face Hub: "
                           f"{type(err).__name__}: {err}; {hint}") from None
