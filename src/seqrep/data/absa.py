@@ -15,6 +15,7 @@ Labels are ``ASP`` (aspect only) or, with ``polarity=True``, ``POS``, ``NEG``, `
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
@@ -78,7 +79,7 @@ def _parse_xml(path: Path, polarity: bool) -> list[_XmlSentence]:
     return sentences
 
 
-def _term(attrs: dict[str, str], polarity: bool, fail) -> CharSpan:  # noqa: ANN001
+def _term(attrs: dict[str, str], polarity: bool, fail: Callable[[str], DataError]) -> CharSpan:
     term = attrs.get("term", "")
     try:
         start, end = int(attrs["from"]), int(attrs["to"])
