@@ -12,15 +12,23 @@ import typer
 
 from seqrep.errors import SeqrepError
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help="Sequence labeling with decoder-only language models by sequence repetition.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+    help="Sequence labeling with decoder-only language models by sequence repetition.")
 
 
 def _register() -> None:
     # Imported here so that `seqrep --help` stays fast and each command owns its module.
-    from seqrep.cli import data
+    from seqrep.cli import data, evaluate, experiments, models, predict, train
 
     app.add_typer(data.app, name="data")
+    app.command("models")(models.models)
+    app.command("train")(train.train)
+    app.command("evaluate")(evaluate.evaluate)
+    app.command("predict")(predict.predict)
+    app.command("grid")(experiments.grid)
+    app.command("report")(experiments.report)
+    app.command("bench")(experiments.bench)
 
 
 _register()

@@ -43,7 +43,8 @@ class Batch:
 
     def to(self, device: torch.device | str) -> Batch:
         """Move every tensor to ``device``."""
-        kw = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in vars(self).items()}
+        kw = {k: (v.to(device) if isinstance(v, torch.Tensor) else v)
+              for k, v in vars(self).items()}
         return Batch(**kw)
 
     @property
@@ -89,8 +90,9 @@ def collate(segments: Sequence[Segment], pad_id: int, side: str = "right",
         lab = torch.tensor([x for seg_labels in labels for x in seg_labels], dtype=torch.long)
         if lab.numel() != word:
             raise ValueError(f"{lab.numel()} labels for {word} words")
-    return Batch(ids, mask, pos, torch.tensor(rb, dtype=torch.long), torch.tensor(rp, dtype=torch.long),
-                 torch.tensor(rw, dtype=torch.long), torch.tensor(wt), word, lab)
+    long = torch.long
+    return Batch(ids, mask, pos, torch.tensor(rb, dtype=long), torch.tensor(rp, dtype=long),
+                 torch.tensor(rw, dtype=long), torch.tensor(wt), word, lab)
 
 
 def length_batches(lengths: Sequence[int], batch_size: int, shuffle: bool = False,

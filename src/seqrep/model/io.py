@@ -34,7 +34,8 @@ def save_labeler(labeler: SequenceLabeler, path: Path) -> Path:
         write_json(tmp / "config.json", {"seqrep_version": seqrep.__version__,
                                          "total_layers": labeler.info.total_layers,
                                          "labeler": labeler.config.to_dict()})
-        head = {k: v.detach().float().contiguous().cpu() for k, v in labeler.head.state_dict().items()}
+        head = {k: v.detach().float().contiguous().cpu()
+                for k, v in labeler.head.state_dict().items()}
         save_file(head, str(tmp / "head.safetensors"))
         if labeler.config.finetune == "lora":
             labeler.backbone.save_pretrained(str(tmp / "adapter"))
@@ -44,9 +45,16 @@ def save_labeler(labeler: SequenceLabeler, path: Path) -> Path:
     return path
 
 
+def model_dir(path: Path) -> Path:
+    """A run folder's ``best/`` model, or ``path`` itself when it is a labeler folder."""
+    path = Path(path)
+    return path / "best" if (path / "best" / "config.json").exists() else path
+
+
 def read_config(path: Path) -> LabelerConfig:
-    """The LabelerConfig saved in a labeler folder."""
-    cfg = Path(path) / "config.json"
+    """The LabelerConfig saved in a labeler (or run) folder."""
+    path = model_dir(path)
+    cfg = path / "config.json"
     if not cfg.exists():
         raise ModelError(f"{path} is not a saved labeler (no config.json)")
     try:
@@ -57,7 +65,8 @@ def read_config(path: Path) -> LabelerConfig:
 
 
 def load_labeler(cls: type[SequenceLabeler], path: Path) -> SequenceLabeler:
-    """Rebuild a labeler from its folder."""
+    """Rebuild a labeler from its folder (or a run folder's best model)."""
+    path = model_dir(path)
     config = read_config(path)
     tokenizer = str(path / "tokenizer")
     if config.finetune == "full":

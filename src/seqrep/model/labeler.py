@@ -54,6 +54,8 @@ class SequenceLabeler(nn.Module):
             self._add_lora()
         elif config.finetune == "frozen":
             self.backbone.requires_grad_(False)
+        elif not config.train_embeddings:
+            self.backbone.get_input_embeddings().requires_grad_(False)
 
     # ----------------------------------------------------------------- construction
     @classmethod

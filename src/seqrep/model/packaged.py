@@ -135,6 +135,7 @@ def convert_gguf(gguf_path: Path, target: Path) -> Path:
             del model.config.quantization_config
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
+        os.chmod(tmp, 0o755)
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)

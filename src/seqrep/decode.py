@@ -1,0 +1,79 @@
+"""From per-word logits to tags: greedy argmax or Viterbi restricted to valid IOB2 sequences."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+DECODINGS = ("greedy", "constrained")
+
+
+def allowed_transitions(labels: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
+    """IOB2 rules as boolean tables.
+
+    Returns:
+        ``(start, trans)``: ``start[j]`` whether a sentence may begin with tag j;
+        ``trans[i, j]`` whether tag j may follow tag i (``I-X`` only after ``B-X``/``I-X``).
+    """
+    n = len(labels)
+    start = torch.ones(n, dtype=torch.bool)
+    trans = torch.ones(n, n, dtype=torch.bool)
+    for j, tag in enumerate(labels):
+        if tag.startswith("I-"):
+            start[j] = False
+            for i, prev in enumerate(labels):
+                trans[i, j] = prev[2:] == tag[2:] and prev[:2] in ("B-", "I-")
+    return start, trans
+
+
+def viterbi(log_probs: torch.Tensor, start: torch.Tensor, trans: torch.Tensor) -> list[int]:
+    """Best tag path under hard transition constraints.
+
+    Args:
+        log_probs: ``(n, L)`` per-word log-probabilities.
+        start: ``(L,)`` allowed first tags.
+        trans: ``(L, L)`` allowed transitions.
+
+    Returns:
+        ``n`` tag ids.
+    """
+    n = log_probs.shape[0]
+    if n == 0:
+        return []
+    neg = torch.tensor(float("-inf"))
+    penalty = torch.where(trans, torch.tensor(0.0), neg)  # (L, L)
+    score = torch.where(start, log_probs[0], neg)
+    back = []
+    for t in range(1, n):
+        total = score[:, None] + penalty  # (L_prev, L)
+        score, idx = total.max(dim=0)
+        score = score + log_probs[t]
+        back.append(idx)
+    path = [int(score.argmax())]
+    for idx in reversed(back):
+        path.append(int(idx[path[-1]]))
+    return path[::-1]
+
+
+def decode(logits: torch.Tensor, labels: Sequence[str], method: str = "constrained"
+           ) -> tuple[list[str], list[float]]:
+    """Tags and their probabilities for one sentence.
+
+    Args:
+        logits: ``(n, L)`` head outputs.
+        labels: tag names, index-aligned with the logits.
+        method: ``greedy`` or ``constrained``.
+
+    Returns:
+        ``(tags, probs)``: one tag and the softmax probability of that tag per word.
+    """
+    if method not in DECODINGS:
+        raise ValueError(f"decoding={method!r}; expected one of {', '.join(DECODINGS)}")
+    log_probs = torch.log_softmax(logits.float(), dim=-1)
+    if method == "greedy":
+        ids = log_probs.argmax(-1).tolist()
+    else:
+        ids = viterbi(log_probs, *allowed_transitions(labels))
+    probs = log_probs.exp()[torch.arange(len(ids)), torch.tensor(ids, dtype=torch.long)]
+    return [labels[i] for i in ids], probs.tolist()

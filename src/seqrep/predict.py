@@ -1,0 +1,99 @@
+"""Prediction: tags for word lists, and spans with character offsets for raw text.
+
+Raw text is cut into sentences and words by :mod:`seqrep.data.tokenize` (the same rule the
+character-offset readers use), so every span's ``text[start:end]`` is exactly its ``text``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from seqrep.data.tags import tags_to_spans
+from seqrep.data.tokenize import split_sentences, split_words
+from seqrep.decode import decode
+
+if TYPE_CHECKING:
+    from seqrep.model.labeler import SequenceLabeler
+
+
+def predict_tags(labeler: SequenceLabeler, sentences: Sequence[Sequence[str]],
+                 decoding: str | None = None, batch_size: int = 32
+                 ) -> list[tuple[list[str], list[float]]]:
+    """Tags and per-word probabilities for each word list.
+
+    Args:
+        labeler: a trained labeler.
+        sentences: lists of words (an empty list gives an empty result).
+        decoding: ``greedy`` or ``constrained``; default: the labeler's own setting.
+        batch_size: sentences per forward pass.
+    """
+    method = decoding or labeler.config.decoding
+    logits = labeler.word_logits(sentences, batch_size) if sentences else []
+    return [decode(x, labeler.config.labels, method) if len(s) else ([], [])
+            for s, x in zip(sentences, logits)]
+
+
+def _spans(tags: list[str], probs: list[float], offsets: Sequence[tuple[int, int]],
+           text: str) -> list[dict[str, Any]]:
+    out = []
+    for s, e, label in tags_to_spans(tags)[0]:
+        start, end = offsets[s][0], offsets[e - 1][1]
+        out.append({"start": start, "end": end, "label": label,
+                    "score": round(sum(probs[s:e]) / (e - s), 4), "text": text[start:end],
+                    "words": [s, e]})
+    return out
+
+
+def predict_text(labeler: SequenceLabeler, texts: Iterable[str], decoding: str | None = None,
+                 batch_size: int = 32, pretokenized: bool = False) -> list[dict[str, Any]]:
+    """Label raw texts.
+
+    Args:
+        labeler: a trained labeler.
+        texts: one document per entry; empty ones give empty results.
+        decoding: see :func:`predict_tags`.
+        batch_size: sentences per forward pass.
+        pretokenized: each text is one sentence of whitespace-separated words.
+
+    Returns:
+        One record per text: ``text``, ``sentences`` (each with ``start``, ``end``, ``words``
+        and ``tags``) and ``spans`` (``start``, ``end``, ``label``, ``score``, ``text``), with
+        character offsets into ``text``.
+    """
+    texts = list(texts)
+    items = []  # (text index, sentence offsets, word offsets)
+    for i, text in enumerate(texts):
+        sents = [(0, len(text))] if pretokenized and text.strip() else split_sentences(text)
+        for a, b in sents:
+            if pretokenized:
+                words = _whitespace_words(text[a:b], a)
+            else:
+                words = [(a + s, a + e) for s, e in split_words(text[a:b])]
+            if words:
+                items.append((i, (a, b), words))
+    tagged = predict_tags(labeler, [[texts[i][s:e] for s, e in w] for i, _, w in items],
+                          decoding, batch_size)
+    records: list[dict[str, Any]] = [{"text": t, "sentences": [], "spans": []} for t in texts]
+    for (i, (a, b), words), (tags, probs) in zip(items, tagged):
+        text = texts[i]
+        records[i]["sentences"].append({"start": a, "end": b, "tags": tags,
+                                        "words": [text[s:e] for s, e in words]})
+        records[i]["spans"].extend(_spans(tags, probs, words, text))
+    return records
+
+
+def _whitespace_words(text: str, base: int) -> list[tuple[int, int]]:
+    out, pos = [], 0
+    for word in text.split():
+        start = text.index(word, pos)
+        out.append((base + start, base + start + len(word)))
+        pos = start + len(word)
+    return out
+
+
+def to_conll(record: dict[str, Any]) -> str:
+    """A prediction record as CoNLL columns (word TAB tag, blank line between sentences)."""
+    blocks = ["\n".join(f"{w}\t{t}" for w, t in zip(s["words"], s["tags"]))
+              for s in record["sentences"]]
+    return "".join(b + "\n\n" for b in blocks)

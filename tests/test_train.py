@@ -1,0 +1,111 @@
+"""Training, saving, resuming and scoring on a tiny random model and a synthetic corpus."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.model.labeler import SequenceLabeler
+from seqrep.train import train
+
+PEOPLE = ["Obama", "Peter", "Nadim", "Angela", "Boris", "Maria"]
+PLACES = ["Paris", "Berlin", "Brussels", "Tokyo", "Moscow", "Madrid"]
+VERBS = ["visited", "left", "praised", "reached"]
+
+
+def write_corpus(path: Path, n: int, seed: int = 0) -> Path:
+    """A CoNLL file of 'PER VERB LOC .' sentences with some two-word names."""
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(n):
+        words, tags = [], []
+        for i, name in enumerate(rng.sample(PEOPLE, rng.choice([1, 2]))):
+            words.append(name)
+            tags.append("B-PER" if i == 0 else "I-PER")
+        words += [rng.choice(VERBS), "the", "city", "of", rng.choice(PLACES), "."]
+        tags += ["O", "O", "O", "O", "B-LOC", "O"]
+        lines += [f"{w} {t}" for w, t in zip(words, tags)] + [""]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> tuple[str, str]:
+    return (str(write_corpus(tmp_path / "train.txt", 60)),
+            str(write_corpus(tmp_path / "test.txt", 12, seed=1)))
+
+
+def configs(model: str, corpus: tuple[str, str], finetune: str = "full", **train_kw):
+    lab = LabelerConfig(model=model, repetitions=1, finetune=finetune, exit_layer=3)
+    kw = dict(dataset=corpus[0], test_split=corpus[1], epochs=3, batch_size=8, lr=3e-3,
+              head_lr=1e-2, seed=7)
+    kw.update(train_kw)
+    return lab, TrainConfig(**kw)
+
+
+def test_training_lowers_loss_and_writes_a_run(tiny, corpus, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    metrics = train(*configs(tiny("llama"), corpus), out, quiet=True)
+    log = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
+    assert len(log) == 3
+    assert log[-1]["train_loss"] < log[0]["train_loss"] * 0.7
+    assert metrics["status"] == "finished" and 0 <= metrics["test"]["f1"] <= 1
+    assert {"precision", "recall", "f1", "per_label", "sentences", "seconds"} <= set(
+        metrics["test"])
+    saved = json.loads((out / "run.json").read_text())
+    assert saved["labeler"]["labels"] == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    assert not (out / "checkpoint").exists()  # removed once the run is complete
+    head = load_file(str(out / "best" / "head.safetensors"))
+    assert all(t.dtype == torch.float32 for t in head.values())
+
+
+@pytest.mark.parametrize("finetune", ["lora", "full", "frozen"])
+def test_save_load_predict_identical(tiny, corpus, tmp_path: Path, finetune: str) -> None:
+    out = tmp_path / "run"
+    train(*configs(tiny("qwen3"), corpus, finetune, epochs=1), out, quiet=True)
+    first = SequenceLabeler.from_pretrained(out / "best")
+    again = tmp_path / "copy"
+    first.save_pretrained(again)
+    second = SequenceLabeler.from_pretrained(again)
+    sents = [["Obama", "visited", "the", "city", "of", "Paris", "."], ["Maria", "left"]]
+    for a, b in zip(first.word_logits(sents), second.word_logits(sents)):
+        assert torch.equal(a, b)
+    assert second.config == first.config
+    files = {p.name for p in (out / "best").iterdir()}
+    expected = {"lora": "adapter", "full": "backbone", "frozen": None}[finetune]
+    assert ("adapter" in files) == (expected == "adapter")
+    assert ("backbone" in files) == (expected == "backbone")
+    assert not any(p.suffix in (".bin", ".pt", ".pkl") for p in (out / "best").rglob("*"))
+
+
+def test_resume_equals_uninterrupted(tiny, corpus, tmp_path: Path) -> None:
+    lab, cfg = configs(tiny("llama"), corpus, "lora", epochs=2, grad_accum=2)
+    full = train(lab, cfg, tmp_path / "a", quiet=True)
+    first = train(lab, cfg.replace(max_steps=3), tmp_path / "b", quiet=True)
+    assert first["status"] == "interrupted"
+    assert (tmp_path / "b" / "checkpoint" / "state.json").exists()
+    resumed = train(lab, cfg, tmp_path / "b", resume=True, quiet=True)
+    assert resumed["validation"]["f1"] == full["validation"]["f1"]
+    assert resumed["test"]["f1"] == full["test"]["f1"]
+    for name in ("head.safetensors", "adapter/adapter_model.safetensors"):
+        a = load_file(str(tmp_path / "a" / "best" / name))
+        b = load_file(str(tmp_path / "b" / "best" / name))
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_existing_run_is_not_clobbered(tiny, corpus, tmp_path: Path) -> None:
+    from seqrep.errors import SeqrepError
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "something").write_text("x")
+    with pytest.raises(SeqrepError, match="--overwrite"):
+        train(*configs(tiny("llama"), corpus, epochs=1), out, quiet=True)
+    with pytest.raises(SeqrepError, match="nothing to resume"):
+        train(*configs(tiny("llama"), corpus, epochs=1), out, resume=True, quiet=True)
