@@ -115,16 +115,22 @@ def test_real_semeval_xml(rest14_dir: Path) -> None:
     polar = read_semeval_xml(rest14_dir / TRAIN_XML, polarity=True)
     assert polar.stats()["spans_per_label"] == {"POS": 2_164, "NEG": 805, "NEU": 633,
                                                 "CONFLICT": 91}
-    # 16 terms are not on word boundaries: the 3 cut mid-word in the original ("dress cod",
-    # "chicken in curry sauc", "mascarpone with chocolate chip") and 13 that end before "'s" or
-    # "-" inside a word of the tokenizer ("chef" in "chef's", "Food" in "Food-awesome")
-    assert len(train.notes) == 16
+    # 5 terms are not on word boundaries: the 3 cut mid-word in the original ("dress cod",
+    # "chicken in curry sauc", "mascarpone with chocolate chip") and 2 that end before "-" inside
+    # a hyphenated word ("Food" in "Food-awesome", "... risotto" in "risotto-yum"). Terms before
+    # a clitic ("chef" in "chef's") end on a word boundary, since "'s" is a word of its own.
+    assert len(train.notes) == 5
     prefix = "cut mid-word: Restaurants_Train_v2.xml sentence "
     assert all(n.startswith(prefix) for n in train.notes)
-    for cut in ("'dress cod'", "'chicken in curry sauc'", "'mascarpone with chocolate chip'"):
+    for cut in ("'dress cod'", "'chicken in curry sauc'", "'mascarpone with chocolate chip'",
+                "'Food' (ASP, chars 0-4)", "labeled the words 'mahi mahi (on saffron risotto-yum'"):
         assert sum(cut in n for n in train.notes) == 1
+    chef = next(s for s in train if s.meta["id"] == "856")  # "... - chef's passion (and kitchen's"
+    assert {("chef", "ASP"), ("kitchen", "ASP")} <= set(spans(chef))
     test = read_semeval_xml(rest14_dir / TEST_XML)
-    assert (len(test), test.stats()["spans"], len(test.notes)) == (800, 1_134, 2)
+    assert (len(test), test.stats()["spans"]) == (800, 1_134)
+    # only "salads" in "salads-all"; "sangria" in "sangria's" is now on word boundaries
+    assert len(test.notes) == 1 and "labeled the words 'salads-all'" in test.notes[0]
 
 
 def test_real_tokenized(rest14_dir: Path) -> None:

@@ -37,8 +37,9 @@ def test_rest14_splits(seqrep_data: Path) -> None:
     assert train.stats()["spans"] + dev.stats()["spans"] == 3_693
     assert (len(test), test.stats()["spans"]) == (800, 1_134)
     assert not [n for n in train.notes + dev.notes if n.startswith("unmatched")]
-    # the 16 terms not on word boundaries are reported in the split that holds them
-    assert len(train.notes) + len(dev.notes) == 16
+    # the 5 terms not on word boundaries are reported in the split that holds them (all train)
+    assert (len(train.notes), len(dev.notes)) == (5, 0)
+    assert len(test.notes) == 1
     assert train.labels() == ["ASP"]
     polar = load_corpus("rest14-polarity", "dev")
     assert [s.words for s in polar] == [s.words for s in dev]

@@ -33,10 +33,12 @@ def test_fixture_both_record_shapes(fixtures: Path) -> None:
     # the stray I-LOC on line 4 is repaired and counted
     assert corpus[3].tags == ("B-LOC", "O", "O")
     assert corpus.repaired == 1
-    # "café" inside "café's" is extended to the word and noted
-    assert spans(corpus[4]) == [("café's", "place"), ("décor", "aspect")]
+    # "café" inside "café-bar" is extended to the word and noted; "'s" is a word of its own
+    assert corpus[4].words == ("The", "café-bar", "'s", "décor", "🙂", "is", "great")
+    assert spans(corpus[4]) == [("café-bar", "place"), ("décor", "aspect")]
     assert corpus.notes == [corpus[4].meta["notes"][0]]
     assert corpus.notes[0].startswith("cut mid-word: tiny.jsonl:5: span 'café' (place, chars 4-8)")
+    assert corpus.notes[0].endswith("labeled the words 'café-bar'")
 
 
 def test_scheme_detected_over_the_file_or_given(tmp_path: Path) -> None:

@@ -19,8 +19,9 @@ def sentences(text: str) -> list[str]:
 @pytest.mark.parametrize("text, expected", [
     ("The U.S. army left at 9:05 p.m.", ["The", "U.S.", "army", "left", "at", "9:05", "p.m."]),
     ("It costs $1,000.50 (approx.)", ["It", "costs", "$", "1,000.50", "(", "approx", ".", ")"]),
-    ("don't stop state-of-the-art rock’n’roll", ["don't", "stop", "state-of-the-art",
+    ("don't stop state-of-the-art rock’n’roll", ["do", "n't", "stop", "state-of-the-art",
                                                  "rock’n’roll"]),
+    ("O'Neill's mother-in-law's y'all", ["O'Neill", "'s", "mother-in-law", "'s", "y'all"]),
     ("e.g. a.b.c. and A.", ["e.g.", "a.b.c.", "and", "A", "."]),
     ("25th 1st A4 4A foo_bar", ["25", "th", "1", "st", "A4", "4", "A", "foo_bar"]),
     ("3.14, 7:30pm", ["3.14", ",", "7:30", "pm"]),
@@ -31,6 +32,24 @@ def sentences(text: str) -> list[str]:
 ])
 def test_split_words_rule(text: str, expected: list[str]) -> None:
     assert words(text) == expected
+
+
+def test_english_clitics_split_off_as_in_conll() -> None:
+    # n't goes with the negation (do|n't, ca|n't, wo|n't); 's 're 've 'll 'd 'm start a word of
+    # their own, in any case and with either apostrophe; a bare possessive ' is punctuation.
+    text = "don't can't Obama's I'm it's O'Neill's James' WON'T they’re we'll I'd you've"
+    offsets = split_words(text)
+    assert [text[s:e] for s, e in offsets] == [
+        "do", "n't", "ca", "n't", "Obama", "'s", "I", "'m", "it", "'s", "O'Neill", "'s", "James",
+        "'", "WO", "N'T", "they", "’re", "we", "'ll", "I", "'d", "you", "'ve"]
+    assert offsets[:12] == [(0, 2), (2, 5), (6, 8), (8, 11), (12, 17), (17, 19), (20, 21),
+                            (21, 23), (24, 26), (26, 28), (29, 36), (36, 38)]
+    assert offsets[12:14] == [(39, 44), (44, 45)]
+    # an entity span on raw text now ends on a word boundary: "Obama", not "Obama's"
+    assert words("Obama's visit") == ["Obama", "'s", "visit"]
+    # letters after an inner apostrophe that are not a clitic stay in the word
+    assert words("O'Sullivan d'Arc rock'n'roll don'ts") == ["O'Sullivan", "d'Arc", "rock'n'roll",
+                                                           "don'ts"]
 
 
 def test_offsets_are_exact_slices_for_whitespace_and_emoji() -> None:

@@ -13,10 +13,14 @@ import re
 import unicodedata
 
 # Alternatives are tried in this order at each position (re picks the first that matches).
+_CLITIC = r"(?i:s|re|ve|ll|d|m)"
 _WORD_RE = re.compile(
     r"(?:[^\W\d_]\.){2,}"  # abbreviations of single letters with dots: U.S., p.m., e.g.
     r"|\d+(?:[.,:]\d+)*"  # numbers: 42, 3.14, 1,000, 9:05
-    r"|\w+(?:['’-]\w+)*"  # words, with inner apostrophes and hyphens: don't, state-of-the-art
+    r"|\w+?(?=[nN]['’][tT]\b)"  # the stem before n't: do|n't, ca|n't
+    r"|[nN]['’][tT]\b"  # n't
+    rf"|['’]{_CLITIC}\b"  # English clitics, split off as in CoNLL/PTB: Obama|'s, I|'m
+    rf"|\w+(?:-\w+)*(?:['’](?!{_CLITIC}\b)\w+(?:-\w+)*)*"  # words: state-of-the-art, O'Neill
     r"|[^\w\s]"  # any other single non-space character: punctuation, symbols, emoji
 )
 
@@ -42,8 +46,12 @@ def split_words(text: str) -> list[tuple[int, int]]:
 
     1. abbreviations of single letters with dots, ``(?:[^\\W\\d_]\\.){2,}`` (``U.S.``, ``p.m.``);
     2. numbers, ``\\d+(?:[.,:]\\d+)*`` (``3.14``, ``1,000``, ``9:05``);
-    3. words, ``\\w+(?:['’-]\\w+)*`` (``don't``, ``state-of-the-art``);
-    4. any other single non-space character, ``[^\\w\\s]`` (punctuation, symbols, emoji).
+    3. English clitics split off as CoNLL and the Penn Treebank do: ``do`` ``n't``,
+       ``Obama`` ``'s``, ``I`` ``'m`` (the stem before ``n't``, then ``n't``, then ``'s 're 've
+       'll 'd 'm``);
+    4. words with inner hyphens or other apostrophes (``state-of-the-art``, ``O'Neill``,
+       ``rock’n’roll``);
+    5. any other single non-space character, ``[^\\w\\s]`` (punctuation, symbols, emoji).
 
     Whitespace separates words and is never part of one. Python's ``\\w`` does not match
     combining marks (Unicode category ``M*``), so a token made only of marks is merged into the
