@@ -1,0 +1,177 @@
+"""Inference benchmark: our cut model against the full-forward way of reading layer L, an
+encoder, and this machine's matrix-multiply rate.
+
+Each configuration runs in a fresh process, so its peak resident memory is its own.
+FLOPs per sentence are counted analytically: ``2 * tokens * (weights of the Linear layers in
+the used blocks) + 4 * blocks * tokens^2 * attention width`` (attention scores and their
+weighted sum, computed in full as fused kernels do).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What to measure."""
+
+    model: str = field(default="smollm2-135m", metadata={"help": "decoder to measure"})
+    repetitions: tuple[int, ...] = field(default=(0, 1, 2, 4), metadata={"help": "values of r"})
+    exit_layers: tuple[int | None, ...] = field(default=(10, 20, 30),
+                                                 metadata={"help": "exit layers"})
+    dataset: str = field(default="conll2003", metadata={"help": "sentences to run"})
+    split: str = field(default="test", metadata={"help": "split of the dataset"})
+    sentences: int = field(default=256, metadata={"help": "first N sentences of the split"})
+    batch_size: int = field(default=32, metadata={"help": "sentences per batch"})
+    latency_sentences: int = field(default=32, metadata={"help": "sentences timed one by one"})
+    encoder: str | None = field(default="minilm-l6", metadata={"help": "encoder baseline"})
+    baseline: bool = field(default=True, metadata={
+        "help": "also time the full forward with all hidden states, then layer L"})
+    threads: int | None = field(default=None, metadata={"help": "torch threads"})
+
+
+def matmul_gflops(m: int, k: int, n: int, repeats: int = 20) -> float:
+    """Measured fp32 GFLOP/s of an ``(m, k) @ (k, n)`` product: the machine's ceiling."""
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    for _ in range(3):
+        a @ b
+    start = time.perf_counter()
+    for _ in range(repeats):
+        a @ b
+    return 2 * m * k * n * repeats / (time.perf_counter() - start) / 1e9
+
+
+def flops_per_token(model: nn.Module) -> tuple[int, int, int]:
+    """``(linear weights in the blocks, blocks, attention width)`` for the FLOP count."""
+    from seqrep.model.backbone import layer_stack
+
+    blocks = layer_stack(model)
+    linear = sum(m.weight.numel() for m in blocks.modules() if isinstance(m, nn.Linear))
+    cfg = model.config
+    width = getattr(cfg, "num_attention_heads", 1) * (
+        getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
+    return linear, len(blocks), width
+
+
+def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[list[str]],
+             batch_size: int, latency_sentences: int, mode: str, threads: int | None
+             ) -> dict[str, Any]:
+    """One configuration, in a child process. ``mode``: cut, full_hidden_states or encoder."""
+    import resource
+
+    from seqrep.encode.batch import length_batches, padding_waste
+    from seqrep.model.labeler import SequenceLabeler
+
+    if threads:
+        torch.set_num_threads(threads)
+    cut = exit_layer if mode == "cut" else None
+    lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
+                                     exit_layer=cut, finetune="frozen").eval()
+    segs = [lab.encode(w) for w in words]
+    lengths = [len(s) for ss in segs for s in ss]
+    waste = padding_waste(lengths, length_batches(lengths, batch_size))
+    linear, blocks, width = flops_per_token(lab.backbone)
+    layers = blocks if mode != "full_hidden_states" else blocks
+    flops = sum(2 * t * linear + 4 * layers * t * t * width for t in lengths)
+
+    def run(batch_words: list[list[str]], bs: int) -> list[torch.Tensor]:
+        if mode != "full_hidden_states":
+            return lab.word_states(batch_words, bs)
+        return _authors_way(lab, batch_words, bs, exit_layer)
+
+    run(words[:batch_size], batch_size)  # warm-up
+    start = time.perf_counter()
+    states = run(words, batch_size)
+    seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    for w in words[:latency_sentences]:
+        run([w], 1)
+    latency = (time.perf_counter() - start) / max(1, min(latency_sentences, len(words)))
+    return {"model": model, "mode": mode, "repetitions": repetitions,
+            "exit_layer": exit_layer if mode != "encoder" else None,
+            "layers_computed": blocks, "sentences": len(words), "tokens": sum(lengths),
+            "seconds": round(seconds, 3), "sentences_per_second": round(len(words) / seconds, 2),
+            "tokens_per_second": round(sum(lengths) / seconds, 1),
+            "latency_ms": round(1000 * latency, 2), "padding_waste": round(waste, 4),
+            "flops_per_sentence": int(flops / len(words)),
+            "gflops_per_second": round(flops / seconds / 1e9, 2),
+            "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "checksum": float(sum(s.double().abs().sum() for s in states))}
+
+
+def _authors_way(lab: Any, words: list[list[str]], bs: int, layer: int) -> list[torch.Tensor]:
+    """Full forward with every hidden state, then layer ``layer`` (+ final norm), as the
+    authors' code reads an early-exit state."""
+    from seqrep.model.backbone import get_final_norm
+
+    norm = get_final_norm(lab.backbone)
+    n = lab.info.num_layers
+
+    def fn(batch: Any) -> torch.Tensor:
+        out = lab.backbone(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                           position_ids=batch.position_ids, use_cache=False,
+                           output_hidden_states=True)
+        h = out.hidden_states[layer]
+        h = h if layer == n else norm(h)  # the last entry is already normed
+        return lab.pool(h, batch).float()
+
+    return lab._per_sentence(words, fn, bs)
+
+
+def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
+    """Measure every configuration of ``cfg``; returns rows, the ceiling and speed-ups."""
+    from seqrep.data import load_corpus
+
+    words = [list(s.words) for s in load_corpus(cfg.dataset, cfg.split).sentences
+             if len(s)][: cfg.sentences]
+    jobs = [(cfg.model, r, layer, "cut") for r in cfg.repetitions for layer in cfg.exit_layers]
+    if cfg.baseline:
+        jobs += [(cfg.model, r, layer, "full_hidden_states") for r in cfg.repetitions
+                 for layer in cfg.exit_layers if layer is not None]
+    if cfg.encoder:
+        jobs.append((cfg.encoder, 0, None, "encoder"))
+    rows = []
+    for model, r, layer, mode in jobs:
+        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+            row = pool.submit(_measure, model, r, layer, words, cfg.batch_size,
+                              cfg.latency_sentences, mode, cfg.threads).result()
+        rows.append(row)
+        echo(f"{mode:>18} {model} r={r} L={layer}: {row['sentences_per_second']} sent/s, "
+             f"{row['latency_ms']} ms/sent, waste {row['padding_waste']:.1%}")
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    ceiling = matmul_gflops(cfg.batch_size * 64, 576, 1536)
+    for row in rows:
+        row["share_of_ceiling"] = round(row["gflops_per_second"] / ceiling, 3)
+    return {"kind": "bench", "config": asdict(cfg), "matmul_gflops": round(ceiling, 1),
+            "rows": rows, "speedups": speedups(rows)}
+
+
+def speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per r and exit layer: time against the deepest cut, and against the full forward."""
+    out = []
+    cuts = {(r["repetitions"], r["exit_layer"]): r for r in rows if r["mode"] == "cut"}
+    full = {(r["repetitions"], r["exit_layer"]): r for r in rows
+            if r["mode"] == "full_hidden_states"}
+    for (rep, layer), row in sorted(cuts.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
+        deepest = max((v for (r2, _), v in cuts.items() if r2 == rep),
+                      key=lambda v: v["layers_computed"])
+        item = {"repetitions": rep, "exit_layer": layer,
+                "layer_share": round(row["layers_computed"] / deepest["layers_computed"], 3),
+                "time_share": round(row["seconds"] / deepest["seconds"], 3),
+                "speedup_vs_deepest": round(deepest["seconds"] / row["seconds"], 2)}
+        if (rep, layer) in full:
+            base = full[(rep, layer)]
+            item["speedup_vs_full_forward"] = round(base["seconds"] / row["seconds"], 2)
+            item["same_states"] = abs(base["checksum"] - row["checksum"]) <= 1e-4 * abs(
+                row["checksum"])
+        out.append(item)
+    return out

@@ -1,0 +1,209 @@
+"""Experiment grids: models x datasets x strategies x seeds, each run recorded once.
+
+A grid file (YAML)::
+
+    output: runs/main            # run folders go here
+    results: results.jsonl       # the results store (default: OUTPUT/results.jsonl)
+    models: [smollm2-135m]
+    datasets: [conll2003, rest14]
+    seeds: [1, 2, 3]
+    labeler: {finetune: full, exit_layer: 20}     # shared LabelerConfig settings
+    train: {epochs: 2, max_train_sentences: 1000}  # shared TrainConfig settings
+    per_dataset: {rest14: {train: {epochs: 3}}}    # optional overrides by dataset
+    strategies:                  # each entry: settings; a list value is one axis
+      - {repetitions: [0, 1, 2, 4]}
+      - {unmask: [full, middle]}
+      - {model: minilm-l6}
+      - {probe: true, repetitions: [0, 1, 2, 4], layers: [5, 10, 15, 20, 25, 30]}
+
+A run's identity is a hash of its full resolved configuration; a run whose id is already in
+the results store is skipped, and a run folder left incomplete is resumed, so an interrupted
+grid continues where it stopped. Each run executes in a fresh process, which isolates its
+memory and gives its peak resident memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.errors import ConfigError
+from seqrep.results import append_record, environment, read_records
+
+LABELER_KEYS = {f.name for f in dataclasses.fields(LabelerConfig)}
+TRAIN_KEYS = {f.name for f in dataclasses.fields(TrainConfig)}
+PROBE_KEYS = {"probe", "layers"}
+
+
+@dataclass(frozen=True)
+class GridRun:
+    """One run of a grid: a resolved configuration and where it goes."""
+
+    labeler: LabelerConfig
+    train: TrainConfig
+    probe_layers: tuple[int, ...] | None = None
+
+    @property
+    def config(self) -> dict[str, Any]:
+        cfg = {"labeler": self.labeler.to_dict(), "train": self.train.to_dict()}
+        if self.probe_layers is not None:
+            cfg["probe_layers"] = list(self.probe_layers)
+        return cfg
+
+    @property
+    def run_id(self) -> str:
+        blob = json.dumps(self.config, sort_keys=True).encode()
+        return hashlib.sha1(blob).hexdigest()[:12]
+
+    @property
+    def name(self) -> str:
+        lab, tr = self.labeler, self.train
+        kind = "probe" if self.probe_layers is not None else lab.finetune
+        return (f"{Path(tr.dataset).name}/{Path(lab.model).name}-r{lab.repetitions}-{lab.unmask}"
+                f"-L{lab.exit_layer or 'all'}-{kind}-s{tr.seed}-{self.run_id}")
+
+
+def _split(settings: dict[str, Any], where: str) -> tuple[dict, dict, dict]:
+    lab, tr, probe = {}, {}, {}
+    for k, v in settings.items():
+        if k in PROBE_KEYS:
+            probe[k] = v
+        elif k in LABELER_KEYS:
+            lab[k] = v
+        elif k in TRAIN_KEYS:
+            tr[k] = v
+        else:
+            raise ConfigError(f"{where}: unknown setting {k!r}; settings are LabelerConfig or "
+                              f"TrainConfig fields, or probe/layers")
+    return lab, tr, probe
+
+
+def _axes(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    keys = list(entry)
+    values = [v if isinstance(v, list) and k != "layers" else [v] for k, v in entry.items()]
+    return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+
+
+def expand(spec: dict[str, Any]) -> list[GridRun]:
+    """All runs of a grid specification (see the module docstring), in a stable order."""
+    for key in ("models", "datasets", "strategies"):
+        if not spec.get(key):
+            raise ConfigError(f"grid: {key!r} must be a non-empty list")
+    known = {"output", "results", "models", "datasets", "seeds", "labeler", "train",
+             "per_dataset", "strategies", "name"}
+    unknown = set(spec) - known
+    if unknown:
+        raise ConfigError(f"grid: unknown keys {sorted(unknown)}; expected {sorted(known)}")
+    base_lab, base_tr, _ = _split({**spec.get("labeler", {}), **spec.get("train", {})}, "grid")
+    runs: list[GridRun] = []
+    for i, entry in enumerate(spec["strategies"]):
+        for combo in _axes(entry):
+            lab_s, tr_s, probe = _split(combo, f"strategies[{i}]")
+            models = [lab_s.pop("model")] if "model" in lab_s else spec["models"]
+            for model, dataset, seed in itertools.product(models, spec["datasets"],
+                                                          spec.get("seeds") or [42]):
+                per = spec.get("per_dataset", {}).get(dataset, {})
+                lab = LabelerConfig(**{**base_lab, **per.get("labeler", {}), **lab_s,
+                                       "model": model})
+                tr = TrainConfig(**{**base_tr, **per.get("train", {}), **tr_s,
+                                    "dataset": dataset, "seed": seed})
+                layers = None
+                if probe.get("probe"):
+                    lab = lab.replace(finetune="frozen")
+                    layers = tuple(probe.get("layers") or ())
+                runs.append(GridRun(lab, tr, layers))
+    seen, unique = set(), []
+    for r in runs:
+        if r.run_id not in seen:
+            seen.add(r.run_id)
+            unique.append(r)
+    return unique
+
+
+def load_spec(path: str | Path) -> dict[str, Any]:
+    """Read a grid file (YAML or JSON)."""
+    import yaml
+
+    path = Path(path)
+    try:
+        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: cannot read the grid file ({err})") from None
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{path}: expected a mapping of grid settings")
+    spec.setdefault("output", str(path.with_suffix("")))
+    base = path.parent
+    spec["output"] = str((base / spec["output"]) if not Path(spec["output"]).is_absolute()
+                         else spec["output"])
+    results = spec.get("results") or str(Path(spec["output"]) / "results.jsonl")
+    spec["results"] = str(base / results if not Path(results).is_absolute() else results)
+    return spec
+
+
+def execute(run: GridRun, folder: Path) -> dict[str, Any]:
+    """Run one grid entry in this process; returns its measurements (used in a child)."""
+    import resource
+
+    from seqrep.train import train
+
+    start = time.time()
+    if run.probe_layers is not None:
+        from seqrep.probe import run_probe
+
+        metrics = run_probe(run.labeler, run.train, list(run.probe_layers), folder)
+    else:
+        resume = (folder / "run.json").exists()
+        metrics = train(run.labeler, run.train, folder, resume=resume, overwrite=not resume,
+                        quiet=True)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"metrics": metrics, "wall_seconds": round(time.time() - start, 1),
+            "peak_memory_mb": round(peak_mb, 1)}
+
+
+def run_grid(path: str | Path, dry_run: bool = False, echo: Any = print) -> list[dict[str, Any]]:
+    """Run every grid entry not yet in the results store.
+
+    Returns:
+        One ``{"name", "run_id", "status"}`` per run (``done``, ``skipped``, ``planned``).
+    """
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    spec = load_spec(path)
+    runs = expand(spec)
+    store = Path(spec["results"])
+    finished = {r.get("run_id") for r in read_records(store)}
+    todo = [r for r in runs if r.run_id not in finished]
+    echo(f"{len(runs)} runs in the grid, {len(runs) - len(todo)} already in {store}, "
+         f"{len(todo)} to run")
+    statuses = [{"name": r.name, "run_id": r.run_id, "status": "skipped"}
+                for r in runs if r.run_id in finished]
+    if dry_run:
+        for r in todo:
+            echo(f"  would run {r.name}")
+        return statuses + [{"name": r.name, "run_id": r.run_id, "status": "planned"} for r in todo]
+    env = environment()
+    for i, run in enumerate(todo, 1):
+        folder = Path(spec["output"]) / run.name
+        echo(f"[{i}/{len(todo)}] {run.name}")
+        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+            result = pool.submit(execute, run, folder).result()
+        records = result["metrics"] if isinstance(result["metrics"], list) else [result["metrics"]]
+        if any(m.get("status") != "finished" for m in records):
+            echo(f"  not finished ({records[0].get('status')}); it resumes on the next call")
+            statuses.append({"name": run.name, "run_id": run.run_id, "status": "interrupted"})
+            continue
+        for metrics in records:
+            append_record(store, {"run_id": run.run_id, "name": run.name, "config": run.config,
+                                  **{k: v for k, v in result.items() if k != "metrics"},
+                                  "metrics": metrics, "environment": env,
+                                  "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
+        statuses.append({"name": run.name, "run_id": run.run_id, "status": "done"})
+    return statuses

@@ -1,0 +1,227 @@
+"""Tables and plots from a results store (never from file names: every record carries its
+configuration).
+
+Statistics over seeds: mean, sample standard deviation (n - 1) and the 95 % confidence
+interval of the mean from Student's t distribution, ``mean +/- t(0.975, n-1) * sd / sqrt(n)``;
+with one seed the spread is reported as ``-``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from seqrep.fileio import write_text
+from seqrep.results import read_records
+
+
+def summarize(values: Iterable[float]) -> dict[str, float | int | None]:
+    """``n``, ``mean``, ``std`` (sample) and ``ci95`` (half-width, Student t) of values."""
+    xs = [float(v) for v in values]
+    n = len(xs)
+    if n == 0:
+        return {"n": 0, "mean": None, "std": None, "ci95": None}
+    mean = sum(xs) / n
+    if n == 1:
+        return {"n": 1, "mean": mean, "std": None, "ci95": None}
+    std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    from scipy.stats import t
+
+    half = float(t.ppf(0.975, n - 1)) * std / math.sqrt(n)
+    return {"n": n, "mean": mean, "std": std, "ci95": half}
+
+
+def strategy(record: dict[str, Any]) -> dict[str, Any]:
+    """The settings that tell runs apart, apart from the seed."""
+    lab, tr = record["config"]["labeler"], record["config"]["train"]
+    probe = "probe_layers" in record["config"]
+    exit_layer = record["metrics"].get("layer") if probe else lab.get("exit_layer")
+    return {"model": Path(lab["model"]).name, "dataset": Path(tr["dataset"]).name,
+            "finetune": "probe" if probe else lab["finetune"], "r": lab["repetitions"],
+            "unmask": lab["unmask"], "exit_layer": exit_layer,
+            "train_sentences": record["metrics"].get("train_sentences"),
+            "epochs": None if probe else tr["epochs"]}
+
+
+def group(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per strategy: F1 statistics over seeds (test and validation) and times."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for rec in records:
+        if rec.get("metrics", {}).get("status") != "finished":
+            continue
+        key = tuple(sorted(strategy(rec).items(), key=lambda kv: kv[0]))
+        groups[key].append(rec)
+    rows = []
+    for key, recs in groups.items():
+        row = dict(key)
+        row["seeds"] = sorted({r["config"]["train"]["seed"] for r in recs})
+        row["test_f1"] = summarize(100 * r["metrics"]["test"]["f1"] for r in recs
+                                   if r["metrics"].get("test"))
+        row["val_f1"] = summarize(100 * r["metrics"]["validation"]["f1"] for r in recs)
+        row["train_seconds"] = summarize(r["metrics"].get("train_seconds", 0) for r in recs)
+        rows.append(row)
+    rows.sort(key=lambda r: (r["dataset"], r["model"], r["finetune"], str(r["unmask"]), r["r"],
+                             r["exit_layer"] or 0))
+    return rows
+
+
+def _fmt(s: dict[str, Any], digits: int = 2) -> str:
+    if s["mean"] is None:
+        return "-"
+    if s["std"] is None:
+        return f"{s['mean']:.{digits}f}"
+    return f"{s['mean']:.{digits}f} ± {s['std']:.{digits}f}"
+
+
+def _ci(s: dict[str, Any]) -> str:
+    if s["ci95"] is None:
+        return "-"
+    return f"[{s['mean'] - s['ci95']:.2f}, {s['mean'] + s['ci95']:.2f}]"
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """Markdown tables per dataset, then the best setting per model and dataset."""
+    out = ["Test micro-F1 (%, seqeval strict IOB2): mean ± sample standard deviation over "
+           "seeds, and the 95 % confidence interval of the mean (Student t).", ""]
+    by_ds: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_ds[r["dataset"]].append(r)
+    for ds, rs in sorted(by_ds.items()):
+        out += [f"### {ds}", "",
+                "| model | mode | r | unmask | exit layer | train sents | test F1 | 95% CI "
+                "| val F1 | seeds | train s |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in rs:
+            out.append(f"| {r['model']} | {r['finetune']} | {r['r']} | {r['unmask']} | "
+                       f"{r['exit_layer'] or 'all'} | {r['train_sentences'] or '-'} | "
+                       f"{_fmt(r['test_f1'])} | {_ci(r['test_f1'])} | {_fmt(r['val_f1'])} | "
+                       f"{len(r['seeds'])} | {_fmt(r['train_seconds'], 0)} |")
+        out.append("")
+    out += ["### Best setting per model and dataset (by mean test F1)", "",
+            "| dataset | model | mode | r | unmask | exit layer | test F1 |",
+            "|---|---|---|---|---|---|---|"]
+    best: dict[tuple, dict[str, Any]] = {}
+    for r in rows:
+        k = (r["dataset"], r["model"], r["finetune"] == "probe")
+        if r["test_f1"]["mean"] is not None and (
+                k not in best or r["test_f1"]["mean"] > best[k]["test_f1"]["mean"]):
+            best[k] = r
+    for (ds, model, _), r in sorted(best.items()):
+        out.append(f"| {ds} | {model} | {r['finetune']} | {r['r']} | {r['unmask']} | "
+                   f"{r['exit_layer'] or 'all'} | {_fmt(r['test_f1'])} |")
+    return "\n".join(out) + "\n"
+
+
+def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | None = None
+          ) -> list[Path]:
+    """PNG plots: F1 vs r per strategy, F1 vs exit layer per r, p(k) beside F1, throughput."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    made = []
+    for ds in sorted({r["dataset"] for r in rows}):
+        rs = [r for r in rows if r["dataset"] == ds and r["test_f1"]["mean"] is not None]
+        tuned = [r for r in rs if r["finetune"] != "probe"]
+        if tuned:
+            fig, ax = plt.subplots(figsize=(6, 4))
+            series: dict[tuple, list] = defaultdict(list)
+            for r in tuned:
+                series[(r["model"], r["finetune"], r["unmask"], r["exit_layer"])].append(r)
+            for (model, ft, unmask, exit_layer), pts in sorted(series.items(), key=str):
+                pts.sort(key=lambda r: r["r"])
+                ax.errorbar([p["r"] for p in pts], [p["test_f1"]["mean"] for p in pts],
+                            yerr=[p["test_f1"]["std"] or 0 for p in pts], marker="o",
+                            capsize=3,
+                            label=f"{model} {ft} unmask={unmask} L={exit_layer or 'all'}")
+            ax.set(xlabel="repetitions r", ylabel="test F1 (%)", title=f"{ds}: F1 against r")
+            ax.legend(fontsize=6)
+            made.append(_save(fig, out / f"{ds}_f1_vs_r.png"))
+            fig, ax = plt.subplots(figsize=(6, 4))
+            ax2 = ax.twinx()
+            causal = [r for r in tuned if r["unmask"] == "none"]
+            if causal:
+                ks = sorted({r["r"] for r in causal})
+                ax2.plot(ks, [k / (k + 2) for k in ks], "k--", label="p(k) = r/(r+2)")
+                for model in sorted({r["model"] for r in causal}):
+                    pts = sorted((r for r in causal if r["model"] == model), key=lambda r: r["r"])
+                    ax.plot([p["r"] for p in pts], [p["test_f1"]["mean"] for p in pts], "o-",
+                            label=f"{model} F1")
+            ax.set(xlabel="repetitions r", ylabel="test F1 (%)",
+                   title=f"{ds}: share of fully visible blocks and F1")
+            ax2.set_ylabel("p(k)")
+            ax.legend(loc="lower right", fontsize=7)
+            ax2.legend(loc="upper left", fontsize=7)
+            made.append(_save(fig, out / f"{ds}_visibility.png"))
+        layered = [r for r in rs if r["exit_layer"]]
+        if layered:
+            fig, ax = plt.subplots(figsize=(6, 4))
+            series = defaultdict(list)
+            for r in layered:
+                series[(r["model"], r["finetune"], r["unmask"], r["r"])].append(r)
+            for (model, ft, unmask, rep), pts in sorted(series.items(), key=str):
+                if len(pts) < 2:
+                    continue
+                pts.sort(key=lambda r: r["exit_layer"])
+                ax.plot([p["exit_layer"] for p in pts], [p["test_f1"]["mean"] for p in pts],
+                        marker="o", label=f"{model} {ft} r={rep} unmask={unmask}")
+            ax.set(xlabel="exit layer", ylabel="test F1 (%)", title=f"{ds}: F1 against exit layer")
+            ax.legend(fontsize=6)
+            made.append(_save(fig, out / f"{ds}_f1_vs_layer.png"))
+    if bench:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        series = defaultdict(list)
+        for b in bench:
+            series[(b["model"], b["repetitions"])].append(b)
+        for (model, rep), pts in sorted(series.items(), key=str):
+            pts.sort(key=lambda b: b["exit_layer"])
+            ax.plot([p["exit_layer"] for p in pts], [p["sentences_per_second"] for p in pts],
+                    marker="o", label=f"{model} r={rep}")
+        ax.set(xlabel="exit layer", ylabel="sentences / s", title="throughput against exit layer")
+        ax.legend(fontsize=7)
+        made.append(_save(fig, out / "throughput_vs_layer.png"))
+    return made
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    tmp.replace(path)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
+
+
+def report(results: str | Path, out: str | Path, bench: str | Path | None = None,
+           notes: str | Path | None = None) -> Path:
+    """Write ``OUT/results.md`` and PNG plots from a results store; returns the Markdown path.
+
+    Args:
+        results: the results store (JSONL).
+        out: output folder.
+        bench: a ``seqrep bench --output`` JSON file whose cut-model rows are plotted.
+        notes: Markdown placed above the generated tables.
+    """
+    import json
+
+    out = Path(out)
+    rows = group([r for r in read_records(results) if r.get("kind", "run") == "run"])
+    bench_rows = []
+    if bench:
+        data = json.loads(Path(bench).read_text(encoding="utf-8"))
+        bench_rows = [b for b in data.get("rows", []) if b.get("mode") == "cut"]
+    made = plots(rows, out, bench_rows)
+    md = Path(notes).read_text(encoding="utf-8") + "\n" if notes else ""
+    md += markdown(rows)
+    if made:
+        md += "\n" + "\n".join(f"![{p.stem}]({p.name})" for p in made) + "\n"
+    path = out / "results.md"
+    write_text(path, md)
+    return path

@@ -1,0 +1,127 @@
+"""Grid skipping, report statistics, probes and the benchmark's bookkeeping."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from test_train import write_corpus
+
+from seqrep.grid import expand, run_grid
+from seqrep.report import group, markdown, report, summarize
+from seqrep.results import append_record, read_records
+
+
+def test_expand_is_a_product_with_stable_ids() -> None:
+    spec = {"models": ["m1", "m2"], "datasets": ["d1"], "seeds": [1, 2],
+            "labeler": {"finetune": "frozen"}, "train": {"epochs": 1},
+            "strategies": [{"repetitions": [0, 1, 2]}, {"unmask": ["full", "middle"]},
+                           {"model": "enc", "repetitions": 0}]}
+    runs = expand(spec)
+    assert len(runs) == 2 * 3 * 2 + 2 * 2 * 2 + 1 * 2
+    assert len({r.run_id for r in runs}) == len(runs)
+    assert [r.run_id for r in expand(spec)] == [r.run_id for r in runs]
+    assert {r.labeler.model for r in runs if r.labeler.unmask == "none"
+            and r.labeler.repetitions == 0} == {"m1", "m2", "enc"}
+    from seqrep.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown setting 'repetition'"):
+        expand({**spec, "strategies": [{"repetition": 1}]})
+
+
+def test_grid_runs_records_and_skips_finished(tiny, tmp_path: Path) -> None:
+    data = write_corpus(tmp_path / "train.txt", 30)
+    test = write_corpus(tmp_path / "test.txt", 6, seed=1)
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({
+        "output": "runs", "models": [tiny("llama")], "datasets": [str(data)], "seeds": [1],
+        "labeler": {"finetune": "frozen", "exit_layer": 2},
+        "train": {"epochs": 1, "batch_size": 8, "test_split": str(test), "head_lr": 0.01},
+        "strategies": [{"repetitions": [0, 1]}, {"probe": True, "layers": [1, 2]}]}))
+    lines: list[str] = []
+    statuses = run_grid(grid, echo=lines.append)
+    assert [s["status"] for s in statuses] == ["done"] * 3
+    records = read_records(tmp_path / "runs" / "results.jsonl")
+    assert len(records) == 2 + 2  # two trained runs, one probe with two layers
+    for rec in records:
+        assert rec["metrics"]["status"] == "finished"
+        assert {"config", "wall_seconds", "peak_memory_mb", "environment", "run_id"} <= set(rec)
+        assert rec["environment"]["versions"]["torch"]
+        assert rec["peak_memory_mb"] > 0
+    # a second call skips everything, a dry run plans nothing
+    again = run_grid(grid, echo=lines.append)
+    assert [s["status"] for s in again] == ["skipped"] * 3
+    assert all(s["status"] == "skipped" for s in run_grid(grid, dry_run=True, echo=print))
+    assert len(read_records(tmp_path / "runs" / "results.jsonl")) == 4
+
+
+def _record(f1: float, seed: int, r: int = 1, dataset: str = "conll2003") -> dict:
+    return {"run_id": f"x{seed}{r}", "kind": "run",
+            "config": {"labeler": {"model": "smollm2-135m", "repetitions": r, "unmask": "none",
+                                   "exit_layer": 20, "finetune": "full"},
+                       "train": {"dataset": dataset, "seed": seed, "epochs": 2}},
+            "metrics": {"status": "finished", "validation": {"f1": f1 / 100 + 0.01},
+                        "test": {"f1": f1 / 100}, "train_seconds": 60, "train_sentences": 1000}}
+
+
+def test_report_statistics_on_hand_made_results(tmp_path: Path) -> None:
+    store = tmp_path / "results.jsonl"
+    for seed, f1 in zip((1, 2, 3), (80.0, 82.0, 84.0)):
+        append_record(store, _record(f1, seed))
+    append_record(store, _record(70.0, 1, r=0))
+    with open(store, "a") as f:
+        f.write('{"run_id": "broken", "conf')  # a crash mid-write
+    with pytest.warns(UserWarning, match="incomplete record"):
+        rows = group(read_records(store))
+    row = next(r for r in rows if r["r"] == 1)
+    # mean 82, sample sd 2, 95% CI half-width t(0.975, 2) * 2 / sqrt(3) = 4.3027 * 1.1547
+    assert row["test_f1"]["mean"] == pytest.approx(82.0)
+    assert row["test_f1"]["std"] == pytest.approx(2.0)
+    assert row["test_f1"]["ci95"] == pytest.approx(4.30265 * 2 / 3 ** 0.5, rel=1e-4)
+    assert row["seeds"] == [1, 2, 3]
+    md = markdown(rows)
+    assert "82.00 ± 2.00" in md and "[77.03, 86.97]" in md
+    assert "| 70.00 | - |" in md  # one seed: no spread claimed
+    with pytest.warns(UserWarning):
+        path = report(store, tmp_path / "out")
+    assert path.read_text().count("###") >= 2
+    assert (tmp_path / "out" / "conll2003_f1_vs_r.png").stat().st_size > 1000
+    assert summarize([]) == {"n": 0, "mean": None, "std": None, "ci95": None}
+
+
+def test_store_appends_survive_a_torn_line(tmp_path: Path) -> None:
+    store = tmp_path / "r.jsonl"
+    store.write_text('{"a": 1}\n{"b": ')
+    append_record(store, {"c": 3})
+    with pytest.warns(UserWarning):
+        assert read_records(store) == [{"a": 1}, {"c": 3}]
+
+
+def test_probe_scores_each_layer(tiny, tmp_path: Path) -> None:
+    from seqrep.config import LabelerConfig, TrainConfig
+    from seqrep.probe import run_probe
+
+    data = write_corpus(tmp_path / "train.txt", 30)
+    out = run_probe(LabelerConfig(model=tiny("llama"), repetitions=1),
+                    TrainConfig(dataset=str(data), test_split=None), [1, 3], tmp_path / "p")
+    assert [r["layer"] for r in out] == [1, 3]
+    assert all(0 <= r["validation"]["f1"] <= 1 for r in out)
+    assert json.loads((tmp_path / "p" / "probe.json").read_text())[1]["layer"] == 3
+
+
+def test_bench_cut_equals_full_forward_state(tiny) -> None:
+    from test_labeler_words import WORDS
+
+    from seqrep.bench import _measure, speedups
+
+    cut = _measure(tiny("llama", 6), 1, 3, WORDS, 2, 2, "cut", None)
+    full = _measure(tiny("llama", 6), 1, 3, WORDS, 2, 2, "full_hidden_states", None)
+    deep = _measure(tiny("llama", 6), 1, 6, WORDS, 2, 2, "cut", None)
+    assert cut["layers_computed"] == 3 and full["layers_computed"] == 6
+    assert cut["checksum"] == pytest.approx(full["checksum"], rel=1e-5)
+    assert cut["flops_per_sentence"] * 2 == pytest.approx(deep["flops_per_sentence"], rel=1e-6)
+    (s3, s6) = speedups([cut, full, deep])
+    assert s3["layer_share"] == 0.5 and s3["same_states"] is True
+    assert s6["speedup_vs_deepest"] == 1.0
