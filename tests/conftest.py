@@ -105,6 +105,18 @@ def tiny(tiny_root: Path):
     return lambda family, layers=4: str(make_tiny(tiny_root, family, layers))
 
 
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The shared datasets (``$SEQREP_DATA``, else ``../shared/data`` beside the repository);
+    sets ``SEQREP_DATA`` for named datasets, skips the test when the folder is missing."""
+    root = Path(os.environ.get("SEQREP_DATA",
+                               Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+    if not root.is_dir():
+        pytest.skip(f"shared data directory {root} is missing (set SEQREP_DATA)")
+    os.environ["SEQREP_DATA"] = str(root)
+    return root
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _torch_threads() -> None:
     torch.set_num_threads(min(2, os.cpu_count() or 1))

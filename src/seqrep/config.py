@@ -106,6 +106,8 @@ class TrainConfig:
                                         "(empty: none)")
     max_train_sentences: int | None = _f(None, "train on a random subset of this many sentences")
     max_eval_sentences: int | None = _f(None, "select on a random subset of the eval split")
+    max_test_sentences: int | None = _f(None, "test on the first N sentences of the test split "
+                                              "(None: all)")
     subset_seed: int = _f(0, "seed of the subsets (fixed, so every training seed sees the "
                              "same data)")
     epochs: int = _f(3, "passes over the training data")

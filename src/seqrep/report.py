@@ -43,6 +43,7 @@ def strategy(record: dict[str, Any]) -> dict[str, Any]:
             "finetune": "probe" if probe else lab["finetune"], "r": lab["repetitions"],
             "unmask": lab["unmask"], "exit_layer": exit_layer,
             "train_sentences": record["metrics"].get("train_sentences"),
+            "test_sentences": (record["metrics"].get("test") or {}).get("sentences"),
             "epochs": None if probe else tr["epochs"]}
 
 
@@ -91,12 +92,13 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         by_ds[r["dataset"]].append(r)
     for ds, rs in sorted(by_ds.items()):
         out += [f"### {ds}", "",
-                "| model | mode | r | unmask | exit layer | train sents | test F1 | 95% CI "
+                "| model | mode | r | unmask | exit layer | train / test sents | test F1 | 95% CI "
                 "| val F1 | seeds | train s |",
                 "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rs:
             out.append(f"| {r['model']} | {r['finetune']} | {r['r']} | {r['unmask']} | "
-                       f"{r['exit_layer'] or 'all'} | {r['train_sentences'] or '-'} | "
+                       f"{r['exit_layer'] or 'all'} | {r['train_sentences'] or '-'} / "
+                       f"{r['test_sentences'] or '-'} | "
                        f"{_fmt(r['test_f1'])} | {_ci(r['test_f1'])} | {_fmt(r['val_f1'])} | "
                        f"{len(r['seeds'])} | {_fmt(r['train_seconds'], 0)} |")
         out.append("")

@@ -80,7 +80,7 @@ def load_data(cfg: TrainConfig, reader_options: dict[str, Any] | None = None) ->
         evals = read(cfg.eval_split)
     test: list[Sentence] = []
     if cfg.test_split and (not single_file or Path(cfg.test_split).is_file()):
-        test = read(cfg.test_split)
+        test = read(cfg.test_split)[: cfg.max_test_sentences]
     return TrainData(subset(train, cfg.max_train_sentences),
                      subset(evals, cfg.max_eval_sentences), test)
 
@@ -320,18 +320,18 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
             labels=tag_inventory(data.train + data.eval + data.test))
     data.eval = check_labels(data.eval, labeler_config.labels, "the validation split")
     data.test = check_labels(data.test, labeler_config.labels, "the test split")
-    if not resume:
-        write_json(output / "run.json", {"labeler": labeler_config.to_dict(),
-                                         "train": train_config.to_dict(),
-                                         "reader_options": reader_options or {},
-                                         "train_sentences": len(data.train),
-                                         "eval_sentences": len(data.eval)})
     if not quiet:
         print(f"training {labeler_config.model} (r={labeler_config.repetitions}, "
               f"unmask={labeler_config.unmask}, exit_layer={labeler_config.exit_layer}, "
               f"finetune={labeler_config.finetune}) on {len(data.train)} sentences of "
               f"{train_config.dataset} -> {output}", flush=True)
     trainer = Trainer(labeler_config, train_config, output, data, quiet)
+    if not resume:
+        write_json(output / "run.json", {"labeler": labeler_config.to_dict(),
+                                         "train": train_config.to_dict(),
+                                         "reader_options": reader_options or {},
+                                         "train_sentences": len(data.train),
+                                         "eval_sentences": len(data.eval)})
     if resume and (output / "checkpoint" / "state.json").exists():
         trainer.restore()
     progress = trainer.run()

@@ -1,6 +1,7 @@
 """Fixtures for the data tests: the committed tiny files and the shared real datasets.
 
-Real-data tests take ``data_root`` (``$SEQREP_DATA``, else ``/work/shared/data``) and skip when
+Real-data tests take ``data_root`` (``$SEQREP_DATA``, else ``../shared/data`` beside the
+repository) and skip when
 the dataset they need is missing there; ``seqrep_data`` also points ``SEQREP_DATA`` at it so
 that named datasets resolve.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "data"
-DEFAULT_DATA = "/work/shared/data"
+DEFAULT_DATA = str(Path(__file__).resolve().parents[2].parent / "shared" / "data")
 
 
 @pytest.fixture

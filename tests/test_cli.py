@@ -1,0 +1,110 @@
+"""The commands end to end on a tiny model: train -> evaluate -> predict, and user errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_train import write_corpus
+from typer.testing import CliRunner
+
+from seqrep.cli.app import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def run_dir(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("cli")
+    train = write_corpus(tmp / "train.txt", 60)
+    test = write_corpus(tmp / "test.txt", 10, seed=3)
+    out = tmp / "run"
+    result = runner.invoke(app, ["train", "--model", tiny("llama"), "--dataset", str(train),
+                                 "--test-split", str(test), "-r", "1", "--finetune", "full",
+                                 "--epochs", "3", "--lr", "3e-3", "--head-lr", "1e-2",
+                                 "--batch-size", "8", "--output", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["status"] == "finished" and "test_f1" in summary
+    return out
+
+
+def test_evaluate_json(run_dir: Path) -> None:
+    test = run_dir.parent / "test.txt"
+    result = runner.invoke(app, ["evaluate", str(run_dir), "--dataset", str(test), "--split",
+                                 "train", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data) == {"precision", "recall", "f1", "per_label", "sentences", "seconds"}
+    assert data["sentences"] == 10
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert data["f1"] == pytest.approx(metrics["test"]["f1"])
+
+
+TEXTS = ["Obama visited Paris.\tMaria left Tokyo 🙂 today!",
+         "Line one with Berlin\nand 東京 and Москва, naïve café 👩‍👩‍👧 Madrid.",
+         "", "   "]
+
+
+def test_predict_offsets_always_slice_the_text(run_dir: Path, tmp_path: Path) -> None:
+    inp = tmp_path / "in.txt"
+    inp.write_text("\n".join(t.replace("\n", " ") for t in TEXTS) + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["predict", str(run_dir), "--input", str(inp)])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(x) for x in result.stdout.splitlines()]
+    assert len(records) == len(TEXTS)
+    assert records[2] == {"text": "", "sentences": [], "spans": []}
+    n_spans = 0
+    for rec in records:
+        for span in rec["spans"]:
+            assert rec["text"][span["start"]:span["end"]] == span["text"]
+            assert 0 <= span["score"] <= 1 and span["label"] in ("PER", "LOC")
+            n_spans += 1
+    assert n_spans >= 2
+    # a raw-text argument with a newline and a tab keeps offsets into the original text
+    one = runner.invoke(app, ["predict", str(run_dir), TEXTS[1]])
+    rec = json.loads(one.stdout)
+    assert rec["text"] == TEXTS[1] and len(rec["sentences"]) == 2
+    for span in rec["spans"]:
+        assert TEXTS[1][span["start"]:span["end"]] == span["text"]
+
+
+def test_predict_conll_words_and_stdin(run_dir: Path) -> None:
+    conll = runner.invoke(app, ["predict", str(run_dir), "Maria visited Paris .", "--words",
+                                "--format", "conll"])
+    assert conll.exit_code == 0, conll.output
+    rows = [line.split("\t") for line in conll.stdout.strip().splitlines()]
+    assert [w for w, _ in rows] == ["Maria", "visited", "Paris", "."]
+    stdin = runner.invoke(app, ["predict", str(run_dir), "-"], input="Peter left Madrid.\n\n")
+    assert stdin.exit_code == 0
+    assert [json.loads(x)["text"] for x in stdin.stdout.splitlines()] == ["Peter left Madrid.", ""]
+
+
+def _main(*args: str) -> subprocess.CompletedProcess:
+    code = "from seqrep.cli.app import main; main()"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+
+
+def test_user_errors_are_one_line_exit_2(run_dir: Path, tmp_path: Path) -> None:
+    bad = _main("train", "--model", "no-such-model-xyz", "--dataset", "conll2003", "--output",
+                str(tmp_path / "x"))
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    last = bad.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: cannot load model 'no-such-model-xyz'") and "smollm2-135m" in last
+    taken = _main("train", "--model", "x", "--dataset", str(run_dir.parent / "train.txt"),
+                  "--output", str(run_dir))
+    assert taken.returncode == 2 and "--overwrite" in taken.stderr
+    mismatch = tmp_path / "other.txt"
+    mismatch.write_text("Acme B-ORG\nrises O\n")
+    wrong = _main("evaluate", str(run_dir), "--dataset", str(mismatch), "--split", "train")
+    assert wrong.returncode == 2 and "B-ORG" in wrong.stderr and "--label-map" in wrong.stderr
+
+
+def test_models_lists_aliases() -> None:
+    result = runner.invoke(app, ["models", "--json"])
+    rows = json.loads(result.stdout)
+    assert {r["alias"] for r in rows} == {"smollm2-135m", "gemma3-270m", "minilm-l6"}
+    assert all("install" in r for r in rows)
