@@ -24,8 +24,24 @@ def _choice(name: str, value: Any, allowed: tuple) -> None:
         raise ConfigError(f"{name}={value!r}; expected one of {', '.join(map(str, allowed))}")
 
 
+class _Config:
+    """JSON round trip and copies with changes, shared by the config dataclasses."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        """Build from a dict, ignoring keys this version does not know (saved by a newer one)."""
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def replace(self, **changes: Any) -> Any:
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+
 @dataclass(frozen=True)
-class LabelerConfig:
+class LabelerConfig(_Config):
     """What the labeler is: backbone, repetition, attention strategy, exit layer and head."""
 
     model: str = _f("smollm2-135m", "packaged alias, local folder or Hugging Face hub id")
@@ -77,21 +93,9 @@ class LabelerConfig:
         if len(set(self.labels)) != len(self.labels):
             raise ConfigError("labels contain duplicates")
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LabelerConfig:
-        """Build from a dict, ignoring keys this version does not know (saved by a newer one)."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
-
-    def replace(self, **changes: Any) -> LabelerConfig:
-        return dataclasses.replace(self, **changes)
-
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(_Config):
     """How to train: data, optimisation, evaluation and checkpoints.
 
     The defaults are the CPU recipe measured in README.md (full fine-tuning of a cut SmolLM2
@@ -139,14 +143,3 @@ class TrainConfig:
         if not 0 <= self.warmup < 1:
             raise ConfigError(f"warmup={self.warmup}; expected a share in [0, 1)")
         _choice("decoding", self.decoding, ("auto", "greedy", "constrained"))
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
-
-    def replace(self, **changes: Any) -> TrainConfig:
-        return dataclasses.replace(self, **changes)
