@@ -182,9 +182,9 @@ def lora_targets(model: nn.Module) -> list[str]:
 @contextlib.contextmanager
 def quiet_transformers():
     """Silence the expected 'unused weights' report when loading a cut model."""
-    from transformers.utils import logging as hf_logging
-
     import logging
+
+    from transformers.utils import logging as hf_logging
 
     hub_logger = logging.getLogger("huggingface_hub")
     level, hub_level = hf_logging.get_verbosity(), hub_logger.level
