@@ -2,9 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from seqrep.data.charspans import CharSpan, char_to_words, place_spans, placement_notes
+from seqrep.data.charspans import (
+    CharSpan,
+    char_to_words,
+    place_on_words,
+    place_spans,
+    placement_notes,
+)
 from seqrep.data.tokenize import split_words
-from seqrep.errors import ConfigError
+from seqrep.errors import ConfigError, DataError
 
 TEXT = "The dress code of the chef-run kitchen"
 OFFSETS = split_words(TEXT)  # The dress code of the chef-run kitchen
@@ -56,6 +62,19 @@ def test_span_before_a_clitic_is_exact() -> None:
     assert char_to_words(offsets, 0, 5, "strict") == (0, 1, True)
     placed = place_spans(offsets, [CharSpan(0, 5, "PER", "Obama")], "strict")
     assert placed.spans == [(0, 1, "PER")] and not placed.moved
+
+
+def test_place_on_words_cuts_places_and_notes_or_raises_under_strict() -> None:
+    spans = [CharSpan(4, 13, "A", "dress cod"), CharSpan(31, 38, "D", "kitchen")]
+    offsets, placed, notes = place_on_words(TEXT, spans, "expand", "x.json example [0]")
+    assert offsets == OFFSETS and placed.spans == [(1, 3, "A"), (6, 7, "D")]
+    assert notes == placement_notes(placed, "x.json example [0]", TEXT, OFFSETS)
+    with pytest.raises(DataError) as err:
+        place_on_words(TEXT, spans, "strict", "x.json example [0]", "term", "data/x.json",
+                       {spans[0]: 7}.get)
+    assert str(err.value) == ("data/x.json:7: term 'dress cod' (A, chars 4-13) does not fall on "
+                              "word boundaries (alignment='strict'), in x.json example [0]")
+    assert err.value.line == 7
 
 
 def test_unknown_alignment_lists_the_allowed_ones() -> None:

@@ -58,7 +58,8 @@ def test_alignment(tmp_path: Path) -> None:
     assert spans(read_jsonl(path)[0]) == [("dress code", "A")]
     assert spans(read_jsonl(path, alignment="contract")[0]) == [("dress", "A")]
     with pytest.raises(DataError, match=r"x\.jsonl:1: span 'dress cod' \(A, chars 0-9\) does not "
-                                        "fall on word boundaries"):
+                                        r"fall on word boundaries \(alignment='strict'\), in "
+                                        r"x\.jsonl:1$"):
         read_jsonl(path, alignment="strict")
 
 

@@ -72,6 +72,20 @@ def test_errors(tmp_path: Path, content: str, pattern: str) -> None:
         read_nlupp(tmp_path)
 
 
+def test_strict_alignment_names_the_slot_and_the_example(tmp_path: Path) -> None:
+    (tmp_path / "banking").mkdir()
+    (tmp_path / "banking" / "fold0.json").write_text(json.dumps([
+        {"text": "hi"},
+        {"text": "pay Godaddy-Inc now", "slots": {"company_name": {"text": "Godaddy",
+                                                                   "span": [4, 11]}}}]))
+    assert slots(read_nlupp(tmp_path)[1]) == [("Godaddy-Inc", "company_name")]
+    with pytest.raises(DataError, match=r"fold0\.json: slot 'Godaddy' \(company_name, chars "
+                                        r"4-11\) does not fall on word boundaries "
+                                        r"\(alignment='strict'\), in banking/fold0\.json "
+                                        r"example \[1\] 'pay Godaddy-Inc now'$"):
+        read_nlupp(tmp_path, alignment="strict")
+
+
 def test_empty_directory(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="no NLU\\+\\+ folds found"):
         read_nlupp(tmp_path)

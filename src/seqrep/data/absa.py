@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.parsers import expat
 
-from seqrep.data.charspans import CharSpan, check_alignment, place_spans, placement_notes
+from seqrep.data.charspans import CharSpan, check_alignment, place_on_words
 from seqrep.data.sources import read_text
 from seqrep.data.tags import tags_to_spans
-from seqrep.data.tokenize import split_words
 from seqrep.data.types import Corpus, Sentence, Span
 from seqrep.errors import DataError
 
@@ -119,19 +118,15 @@ def read_semeval_xml(path: str | Path, polarity: bool = False,
     for xs in _parse_xml(path, polarity):
         if xs.text is None:
             raise DataError(path, f"sentence {xs.sid} has no <text>", xs.line)
-        offsets = split_words(xs.text)
+        term_lines: dict[CharSpan, int] = {}  # a repeated term is reported at its first line
         for cs, line in xs.terms:
             if not 0 <= cs.start < cs.end <= len(xs.text):
                 raise DataError(path, f"aspect term {cs.ref!r} has offsets {cs.start}-{cs.end} "
                                       f"outside its text (0-{len(xs.text)})", line)
-        placed = place_spans(offsets, [cs for cs, _ in xs.terms], alignment)
-        if alignment == "strict" and placed.unplaced:
-            cs = placed.unplaced[0]
-            line = next(ln for t, ln in xs.terms if t is cs)
-            raise DataError(path, f"aspect term {cs.ref!r} (chars {cs.start}-{cs.end}) does not "
-                                  "fall on word boundaries (alignment='strict')", line)
-        found = placement_notes(placed, f"{path.name} sentence {xs.sid}", xs.text, offsets,
-                                "aspect term")
+            term_lines.setdefault(cs, line)
+        offsets, placed, found = place_on_words(
+            xs.text, [cs for cs, _ in xs.terms], alignment, f"{path.name} sentence {xs.sid}",
+            "aspect term", path, term_lines.get)
         notes += found
         words = [xs.text[s:e] for s, e in offsets]
         meta = {"id": xs.sid, "line": xs.line, **({"notes": found} if found else {})}

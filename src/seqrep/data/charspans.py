@@ -11,15 +11,18 @@ A character span ``[start, end)`` is mapped onto the words cut by
 
 Spans that cover no word, overlap an earlier span, or repeat one are not placed; the result
 lists each of them so the reader can report it (nothing is dropped silently).
+:func:`place_on_words` does all of it for one text: it cuts the words, places the spans,
+raises under ``"strict"`` and writes the notes.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from seqrep.errors import ConfigError
+from seqrep.data.tokenize import split_words
+from seqrep.errors import ConfigError, DataError
 
 ALIGNMENTS = ("expand", "contract", "strict")
 
@@ -174,3 +177,37 @@ def placement_notes(placed: Placement, where: str, text: str,
         notes.append(f"duplicate: {where}: {_describe(cs, noun)} repeats "
                      f"{_describe(other, noun)} on the same words; labeled once")
     return notes
+
+
+def place_on_words(text: str, char_spans: Sequence[CharSpan], alignment: str, where: str,
+                   noun: str = "span", source: object = None,
+                   line: int | Callable[[CharSpan], int | None] | None = None,
+                   ) -> tuple[list[tuple[int, int]], Placement, list[str]]:
+    """Cut ``text`` into words and place ``char_spans`` on them, as every reader does.
+
+    Args:
+        text: the text the spans point into.
+        char_spans: the spans to place.
+        alignment: ``"expand"``, ``"contract"`` or ``"strict"``.
+        where: names the file and record, e.g. ``"train.xml sentence 856"``.
+        noun: what a span is called in messages (``"aspect term"``, ``"slot"``).
+        source: the file named by the error under ``"strict"``.
+        line: the line the error names: a number, or a function giving the line of a span.
+
+    Returns:
+        ``(offsets, placement, notes)``: the words' offsets from
+        :func:`seqrep.data.tokenize.split_words`, the :class:`Placement` and its
+        :func:`placement_notes`.
+
+    Raises:
+        DataError: under ``"strict"``, for the first span that is not on word boundaries (or
+            covers no word), naming the span and the record.
+    """
+    offsets = split_words(text)
+    placed = place_spans(offsets, char_spans, alignment)
+    if alignment == "strict" and placed.unplaced:
+        cs = placed.unplaced[0]
+        raise DataError(source, f"{_describe(cs, noun)} does not fall on word boundaries "
+                                f"(alignment='strict'), in {where}",
+                        line(cs) if callable(line) else line)
+    return offsets, placed, placement_notes(placed, where, text, offsets, noun)

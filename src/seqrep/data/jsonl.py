@@ -17,9 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from seqrep.data.charspans import CharSpan, check_alignment, place_spans, placement_notes
+from seqrep.data.charspans import CharSpan, check_alignment, place_on_words
 from seqrep.data.sources import read_text, to_iob2
-from seqrep.data.tokenize import split_words
 from seqrep.data.types import Corpus, Sentence, Span
 from seqrep.errors import DataError
 
@@ -106,13 +105,8 @@ def read_jsonl(path: str | Path, scheme: str | None = None, strict: bool = False
                                       text=r.get("text"), meta=meta))
             continue
         text = r["text"]
-        offsets = split_words(text)
-        placed = place_spans(offsets, _char_spans(path, line, r), alignment)
-        if alignment == "strict" and placed.unplaced:
-            cs = placed.unplaced[0]
-            raise DataError(path, f"span {cs.ref!r} ({cs.label}, chars {cs.start}-{cs.end}) does "
-                                  "not fall on word boundaries (alignment='strict')", line)
-        found = placement_notes(placed, f"{path.name}:{line}", text, offsets)
+        offsets, placed, found = place_on_words(text, _char_spans(path, line, r), alignment,
+                                                f"{path.name}:{line}", "span", path, line)
         notes += found
         if found:
             meta["notes"] = found

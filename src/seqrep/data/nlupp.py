@@ -18,9 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from seqrep.data.charspans import CharSpan, check_alignment, place_spans, placement_notes
+from seqrep.data.charspans import CharSpan, check_alignment, place_on_words
 from seqrep.data.sources import read_text
-from seqrep.data.tokenize import split_words
 from seqrep.data.types import Corpus, Sentence, Span
 from seqrep.errors import ConfigError, DataError
 
@@ -101,14 +100,9 @@ def _read_fold(path: Path, domain: str, fold: int,
         if not isinstance(ex, dict) or not isinstance(ex.get("text"), str):
             raise DataError(path, f"example [{i}]: expected an object with a \"text\" string")
         text = ex["text"]
-        offsets = split_words(text)
-        placed = place_spans(offsets, _slots(path, i, ex), alignment)
-        if alignment == "strict" and placed.unplaced:
-            cs = placed.unplaced[0]
-            raise DataError(path, f"example [{i}]: slot {cs.label!r} (chars {cs.start}-{cs.end})"
-                                  " does not fall on word boundaries (alignment='strict')")
-        found = placement_notes(placed, f"{domain}/{path.name} example [{i}] {text!r}", text,
-                                offsets, "slot")
+        offsets, placed, found = place_on_words(
+            text, _slots(path, i, ex), alignment, f"{domain}/{path.name} example [{i}] {text!r}",
+            "slot", path)
         notes += found
         meta: dict[str, Any] = {"domain": domain, "fold": fold, "index": i,
                                 "intents": ex.get("intents", []), "slots": ex.get("slots", {})}
