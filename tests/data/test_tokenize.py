@@ -52,6 +52,22 @@ def test_english_clitics_split_off_as_in_conll() -> None:
                                                            "don'ts"]
 
 
+def test_a_quote_opening_a_quoted_letter_is_not_a_clitic() -> None:
+    # a clitic follows a word character; after a space the quote opens a quotation
+    text = "the letter 's' and 'd' key"
+    offsets = split_words(text)
+    assert [text[s:e] for s, e in offsets] == [
+        "the", "letter", "'", "s", "'", "and", "'", "d", "'", "key"]
+    assert offsets == [(0, 3), (4, 10), (11, 12), (12, 13), (13, 14), (15, 18), (19, 20),
+                       (20, 21), (21, 22), (23, 26)]
+    assert words("‘m’ and 're'") == ["‘", "m", "’", "and", "'", "re", "'"]
+    # after a word (or a combining mark ending one) the clitic still splits off
+    assert words("can't Obama's James' 1990's") == ["ca", "n't", "Obama", "'s", "James", "'",
+                                                    "1990", "'s"]
+    text = "cafe\u0301's menu"
+    assert split_words(text) == [(0, 5), (5, 7), (8, 12)]
+
+
 def test_offsets_are_exact_slices_for_whitespace_and_emoji() -> None:
     text = "tab\there\nnew  line\r\nemoji 👍🏽 ❤️ 👨‍👩‍👧 ok"
     offsets = split_words(text)

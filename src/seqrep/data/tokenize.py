@@ -14,12 +14,15 @@ import unicodedata
 
 # Alternatives are tried in this order at each position (re picks the first that matches).
 _CLITIC = r"(?i:s|re|ve|ll|d|m)"
+# A clitic follows a word character (or a combining mark ending a word, as in a decomposed
+# "café's"); a quote after a space or punctuation opens a quotation: 's' is ' s '.
+_AFTER_WORD = r"(?<=[\w\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f])"
 _WORD_RE = re.compile(
     r"(?:[^\W\d_]\.){2,}"  # abbreviations of single letters with dots: U.S., p.m., e.g.
     r"|\d+(?:[.,:]\d+)*"  # numbers: 42, 3.14, 1,000, 9:05
     r"|\w+?(?=[nN]['’][tT]\b)"  # the stem before n't: do|n't, ca|n't
     r"|[nN]['’][tT]\b"  # n't
-    rf"|['’]{_CLITIC}\b"  # English clitics, split off as in CoNLL/PTB: Obama|'s, I|'m
+    rf"|{_AFTER_WORD}['’]{_CLITIC}\b"  # English clitics, split off as in CoNLL/PTB: Obama|'s, I|'m
     rf"|\w+(?:-\w+)*(?:['’](?!{_CLITIC}\b)\w+(?:-\w+)*)*"  # words: state-of-the-art, O'Neill
     r"|[^\w\s]"  # any other single non-space character: punctuation, symbols, emoji
 )
@@ -48,7 +51,8 @@ def split_words(text: str) -> list[tuple[int, int]]:
     2. numbers, ``\\d+(?:[.,:]\\d+)*`` (``3.14``, ``1,000``, ``9:05``);
     3. English clitics split off as CoNLL and the Penn Treebank do: ``do`` ``n't``,
        ``Obama`` ``'s``, ``I`` ``'m`` (the stem before ``n't``, then ``n't``, then ``'s 're 've
-       'll 'd 'm``);
+       'll 'd 'm`` right after a word character or combining mark, so a quote that opens a
+       quotation is not a clitic: ``'s'`` is ``'`` ``s`` ``'``);
     4. words with inner hyphens or other apostrophes (``state-of-the-art``, ``O'Neill``,
        ``rock’n’roll``);
     5. any other single non-space character, ``[^\\w\\s]`` (punctuation, symbols, emoji).
