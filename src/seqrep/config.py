@@ -60,7 +60,8 @@ class LabelerConfig(_Config):
                                  "overlapping windows")
     dropout: float = _f(0.1, "dropout before the linear head")
     padding_side: str = _f("right", "pad after (right) or before (left) the repeated sequence")
-    finetune: str = _f("lora", "lora, full (all backbone weights) or frozen (head only)")
+    finetune: str = _f("full", "full (all backbone weights; the CPU default), lora (the paper's "
+                               "recipe: adapters on q,k,v,o) or frozen (head only)")
     train_embeddings: bool = _f(False, "with finetune=full, train the input embeddings too "
                                        "(off: a quarter less time per step on CPU)")
     lora_rank: int = _f(16, "LoRA rank")

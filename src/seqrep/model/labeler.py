@@ -212,7 +212,8 @@ class SequenceLabeler(nn.Module):
                     k += len(seg.words)
         finally:
             self.train(was_training)
-        return [o if o is not None else torch.zeros(0) for o in out]
+        shape = next((o.shape[1:] for o in out if o is not None), ())
+        return [o if o is not None else torch.zeros((0, *shape)) for o in out]
 
     def word_states(self, sentences: Sequence[Sequence[str]],
                     batch_size: int = 32) -> list[torch.Tensor]:
