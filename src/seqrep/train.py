@@ -11,6 +11,7 @@ Run folder (``output``)::
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -349,14 +350,15 @@ def finish(trainer: Trainer) -> dict[str, Any]:
     output, p = trainer.output, trainer.progress
     if p["best"] is None:
         trainer.evaluate_and_select()
+    trainable = sum(q.numel() for q in trainer.labeler.parameters() if q.requires_grad)
+    trainer.labeler = trainer.optimizer = trainer.scheduler = None  # free before reloading
+    gc.collect()
     best = SequenceLabeler.from_pretrained(output / "best")
     metrics: dict[str, Any] = {
         "status": "finished", "validation": p["best"], "decoding": best.config.decoding,
         "train_seconds": round(p["train_seconds"], 2), "steps": p["step"],
-        "train_tokens": p.get("tokens", 0),
-        "train_sentences": len(trainer.data.train),
-        "trainable_parameters": sum(q.numel() for q in trainer.labeler.parameters()
-                                    if q.requires_grad)}
+        "train_tokens": p.get("tokens", 0), "train_sentences": len(trainer.data.train),
+        "trainable_parameters": trainable}
     if trainer.data.test:
         metrics["test"] = evaluate(best, trainer.data.test, batch_size=trainer.cfg.eval_batch_size)
         if not trainer.quiet:
