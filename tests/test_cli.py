@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_train import write_corpus
+from support import write_corpus
 from typer.testing import CliRunner
 
 from seqrep.cli.app import app

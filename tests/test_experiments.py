@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_train import write_corpus
+from support import write_corpus
 
 from seqrep.grid import expand, run_grid
 from seqrep.report import group, markdown, report, summarize

@@ -3,36 +3,16 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file
+from support import write_corpus
 
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.train import train
-
-PEOPLE = ["Obama", "Peter", "Nadim", "Angela", "Boris", "Maria"]
-PLACES = ["Paris", "Berlin", "Brussels", "Tokyo", "Moscow", "Madrid"]
-VERBS = ["visited", "left", "praised", "reached"]
-
-
-def write_corpus(path: Path, n: int, seed: int = 0) -> Path:
-    """A CoNLL file of 'PER VERB LOC .' sentences with some two-word names."""
-    rng = random.Random(seed)
-    lines = []
-    for _ in range(n):
-        words, tags = [], []
-        for i, name in enumerate(rng.sample(PEOPLE, rng.choice([1, 2]))):
-            words.append(name)
-            tags.append("B-PER" if i == 0 else "I-PER")
-        words += [rng.choice(VERBS), "the", "city", "of", rng.choice(PLACES), "."]
-        tags += ["O", "O", "O", "O", "B-LOC", "O"]
-        lines += [f"{w} {t}" for w, t in zip(words, tags)] + [""]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 @pytest.fixture()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import DECODERS, SENTENCES
+from support import DECODERS, SENTENCES
 from transformers import AutoModel
 
 from seqrep.model.labeler import SequenceLabeler
