@@ -9,7 +9,8 @@ bash scripts/setup.sh
 . scripts/env.sh
 seqrep train --model smollm2-135m --dataset conll2003 --repetitions 1 --exit-layer 10 \
   --finetune full --epochs 2 --max-train-sentences 1500 --max-eval-sentences 500 \
-  --output runs/demo --overwrite
+  --test-split "" --output runs/demo --overwrite
+# the test set once, by the command a user runs on a trained labeler
 seqrep evaluate runs/demo --dataset conll2003 --split test
 seqrep predict runs/demo "Angela Merkel met Emmanuel Macron in Berlin on Tuesday. \
 The talks, hosted by the European Commission, ended without a deal on Airbus."

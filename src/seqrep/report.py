@@ -159,15 +159,14 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
             ax.legend(loc="lower right", fontsize=7)
             ax2.legend(loc="upper left", fontsize=7)
             made.append(_save(fig, out / f"{ds}_visibility.png"))
-        layered = [r for r in rs if r["exit_layer"]]
-        if layered:
-            fig, ax = plt.subplots(figsize=(6, 4))
-            series = defaultdict(list)
-            for r in layered:
+        series = defaultdict(list)
+        for r in rs:
+            if r["exit_layer"]:
                 series[(r["model"], r["finetune"], r["unmask"], r["r"])].append(r)
+        series = {k: pts for k, pts in series.items() if len(pts) > 1}  # a line needs 2 layers
+        if series:
+            fig, ax = plt.subplots(figsize=(6, 4))
             for (model, ft, unmask, rep), pts in sorted(series.items(), key=str):
-                if len(pts) < 2:
-                    continue
                 pts.sort(key=lambda r: r["exit_layer"])
                 ax.plot([p["exit_layer"] for p in pts], [p["test_f1"]["mean"] for p in pts],
                         marker="o", label=f"{model} {ft} r={rep} unmask={unmask}")
