@@ -50,3 +50,31 @@ def test_label_mismatch_is_a_clear_error() -> None:
         check_labels(sents, ["O", "B-PER", "I-PER"], "test")
     mapped = check_labels(sents, ["O", "B-PER", "I-PER"], "test", {"PERSON": "PER"})
     assert mapped[0].tags == ("B-PER",)
+
+
+def test_score_file_matches_seqeval(tmp_path) -> None:
+    """A hand-made conlleval-style file (word, gold, prediction) scores as seqeval scores its
+    columns, invalid predicted I- tags included; the CLI prints the same as JSON."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from seqrep.cli.app import app
+    from seqrep.evaluate import score_file
+
+    words = [["Obama", "met", "Kohl", "."], ["EU", "rejects", "German", "call"], ["Paris", "!"]]
+    gold = [["B-PER", "O", "B-PER", "O"], ["B-ORG", "O", "B-MISC", "O"], ["B-LOC", "O"]]
+    pred = [["B-PER", "O", "I-PER", "O"], ["B-ORG", "O", "B-MISC", "I-MISC"], ["B-LOC", "O"]]
+    lines = []
+    for ws, gs, ps in zip(words, gold, pred):
+        lines += [f"{w} NNP {g} {p}" for w, g, p in zip(ws, gs, ps)] + [""]
+    path = tmp_path / "pred.txt"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    result = score_file(path)
+    assert result["sentences"] == 3
+    assert result["f1"] == pytest.approx(f1_score(gold, pred, mode="strict", scheme=IOB2))
+    # strict: "I-PER" after O is no span, "B-MISC I-MISC" is longer than the gold MISC
+    assert result["precision"] == pytest.approx(3 / 4) and result["recall"] == pytest.approx(3 / 5)
+    out = CliRunner().invoke(app, ["score", str(path), "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)["f1"] == pytest.approx(result["f1"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
@@ -33,6 +34,23 @@ def score(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[
     return {"precision": float(precision_score(gold, pred, **kw)),
             "recall": float(recall_score(gold, pred, **kw)),
             "f1": float(f1_score(gold, pred, **kw)), "per_label": per_label}
+
+
+def score_file(path: str | Path) -> dict[str, Any]:
+    """Score a prediction file as conlleval does: CoNLL columns ``word ... gold predicted``.
+
+    Gold tags are read like any CoNLL file (scheme detected, converted to IOB2); predicted tags
+    are scored exactly as written, so an ``I-`` without its ``B-`` counts as seqeval's strict
+    mode counts it. Returns :func:`score`'s result plus ``sentences``.
+    """
+    from seqrep.data.conll import read_conll
+    from seqrep.data.sources import read_text
+
+    gold = read_conll(path, tag_column=-2).sentences  # checks the columns, names bad lines
+    lines = read_text(Path(path)).split("\n")
+    pred = [[lines[s.meta["line"] - 1 + j].split()[-1] for j in range(len(s))] for s in gold]
+    result = score([s.tags for s in gold], pred)
+    return {**result, "sentences": len(gold)}
 
 
 def check_labels(sentences: Sequence[Sentence], labels: Sequence[str], source: str = "",

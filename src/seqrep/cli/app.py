@@ -25,6 +25,7 @@ def _register() -> None:
     app.command("models")(models.models)
     app.command("train")(train.train)
     app.command("evaluate")(evaluate.evaluate)
+    app.command("score")(evaluate.score)
     app.command("predict")(predict.predict)
     app.command("grid")(experiments.grid)
     app.command("report")(experiments.report)

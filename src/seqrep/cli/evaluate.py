@@ -1,4 +1,5 @@
-"""``seqrep evaluate``: score a trained labeler on a dataset split (seqeval strict IOB2)."""
+"""``seqrep evaluate``: score a trained labeler on a dataset split; ``seqrep score``: score a
+prediction file. Both seqeval strict IOB2."""
 
 from __future__ import annotations
 
@@ -35,11 +36,28 @@ def evaluate(
     gold = check_labels([s for s in corpus.sentences if len(s)], labeler.config.labels,
                         corpus.name or dataset, parse_label_map(label_map))
     result = run_eval(labeler, gold, decoding, batch_size)
+    show(result, f"{corpus.name or dataset}: {result['sentences']} sentences, "
+                 f"{result['seconds']:.1f} s", as_json)
+
+
+def score(
+    predictions: Path = typer.Argument(..., help="CoNLL columns: word ... gold predicted"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """Score a prediction file as conlleval does (seqeval strict IOB2): the last column is the
+    prediction, the one before it the gold tag."""
+    from seqrep.evaluate import score_file
+
+    result = score_file(predictions)
+    show(result, f"{predictions}: {result['sentences']} sentences", as_json)
+
+
+def show(result: dict, title: str, as_json: bool) -> None:
+    """Print a score as JSON or as a per-label table with the micro average."""
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return
-    table = Table(title=f"{corpus.name or dataset}: {result['sentences']} sentences, "
-                        f"{result['seconds']:.1f} s")
+    table = Table(title=title)
     for col in ("label", "precision", "recall", "f1", "support"):
         table.add_column(col, justify="left" if col == "label" else "right")
     for label, r in sorted(result["per_label"].items()):
