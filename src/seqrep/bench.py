@@ -79,8 +79,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     lengths = [len(s) for ss in segs for s in ss]
     waste = padding_waste(lengths, length_batches(lengths, batch_size))
     linear, blocks, width = flops_per_token(lab.backbone)
-    layers = blocks if mode != "full_hidden_states" else blocks
-    flops = sum(2 * t * linear + 4 * layers * t * t * width for t in lengths)
+    flops = sum(2 * t * linear + 4 * blocks * t * t * width for t in lengths)
 
     def run(batch_words: list[list[str]], bs: int) -> list[torch.Tensor]:
         if mode != "full_hidden_states":
