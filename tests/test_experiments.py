@@ -116,9 +116,15 @@ def test_bench_cut_equals_full_forward_state(tiny) -> None:
 
     from seqrep.bench import _measure, speedups
 
-    cut = _measure(tiny("llama", 6), 1, 3, WORDS, 2, 2, "cut", None)
-    full = _measure(tiny("llama", 6), 1, 3, WORDS, 2, 2, "full_hidden_states", None)
-    deep = _measure(tiny("llama", 6), 1, 6, WORDS, 2, 2, "cut", None)
+    model = tiny("llama", 6)
+    cut = _measure(model, 1, 3, WORDS, 2, None, 2, "cut", None)
+    full = _measure(model, 1, 3, WORDS, 2, None, 2, "full_hidden_states", None)
+    deep = _measure(model, 1, 6, WORDS, 2, None, 2, "cut", None)
+    # a token budget changes the batches, never the states, and pads less
+    budget = _measure(model, 1, 3, WORDS, 8, 40, 2, "cut", None)
+    loose = _measure(model, 1, 3, WORDS, 8, None, 2, "cut", None)
+    assert budget["checksum"] == pytest.approx(cut["checksum"], rel=1e-5)
+    assert budget["padding_waste"] < loose["padding_waste"]
     assert cut["layers_computed"] == 3 and full["layers_computed"] == 6
     assert cut["checksum"] == pytest.approx(full["checksum"], rel=1e-5)
     assert cut["flops_per_sentence"] * 2 == pytest.approx(deep["flops_per_sentence"], rel=1e-6)

@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from seqrep.encode.batch import MAX_TOKENS
+
 
 @dataclass(frozen=True)
 class BenchConfig:
@@ -31,6 +33,8 @@ class BenchConfig:
     split: str = field(default="test", metadata={"help": "split of the dataset"})
     sentences: int = field(default=256, metadata={"help": "first N sentences of the split"})
     batch_size: int = field(default=32, metadata={"help": "sentences per batch"})
+    max_tokens: int | None = field(default=MAX_TOKENS, metadata={
+        "help": "padded tokens per batch (batches are sorted by length and close at it)"})
     latency_sentences: int = field(default=32, metadata={"help": "sentences timed one by one"})
     encoder: str | None = field(default="minilm-l6", metadata={"help": "encoder baseline"})
     baseline: bool = field(default=True, metadata={
@@ -62,8 +66,8 @@ def flops_per_token(model: nn.Module) -> tuple[int, int, int]:
 
 
 def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[list[str]],
-             batch_size: int, latency_sentences: int, mode: str, threads: int | None
-             ) -> dict[str, Any]:
+             batch_size: int, max_tokens: int | None, latency_sentences: int, mode: str,
+             threads: int | None) -> dict[str, Any]:
     """One configuration, in a child process. ``mode``: cut, full_hidden_states or encoder."""
     import resource
 
@@ -77,14 +81,14 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
                                      exit_layer=cut, finetune="frozen").eval()
     segs = [lab.encode(w) for w in words]
     lengths = [len(s) for ss in segs for s in ss]
-    waste = padding_waste(lengths, length_batches(lengths, batch_size))
+    waste = padding_waste(lengths, length_batches(lengths, batch_size, max_tokens=max_tokens))
     linear, blocks, width = flops_per_token(lab.backbone)
     flops = sum(2 * t * linear + 4 * blocks * t * t * width for t in lengths)
 
     def run(batch_words: list[list[str]], bs: int) -> list[torch.Tensor]:
         if mode != "full_hidden_states":
-            return lab.word_states(batch_words, bs)
-        return _authors_way(lab, batch_words, bs, exit_layer)
+            return lab.word_states(batch_words, bs, max_tokens)
+        return _authors_way(lab, batch_words, bs, max_tokens, exit_layer)
 
     run(words[:batch_size], batch_size)  # warm-up
     start = time.perf_counter()
@@ -106,7 +110,8 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
             "checksum": float(sum(s.double().abs().sum() for s in states))}
 
 
-def _authors_way(lab: Any, words: list[list[str]], bs: int, layer: int) -> list[torch.Tensor]:
+def _authors_way(lab: Any, words: list[list[str]], bs: int, max_tokens: int | None,
+                 layer: int) -> list[torch.Tensor]:
     """Full forward with every hidden state, then layer ``layer`` (+ final norm), as the
     authors' code reads an early-exit state."""
     from seqrep.model.backbone import get_final_norm
@@ -122,7 +127,7 @@ def _authors_way(lab: Any, words: list[list[str]], bs: int, layer: int) -> list[
         h = h if layer == n else norm(h)  # the last entry is already normed
         return lab.pool(h, batch).float()
 
-    return lab._per_sentence(words, fn, bs)
+    return lab._per_sentence(words, fn, bs, max_tokens)
 
 
 def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
@@ -140,7 +145,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     rows = []
     for model, r, layer, mode in jobs:
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
-            row = pool.submit(_measure, model, r, layer, words, cfg.batch_size,
+            row = pool.submit(_measure, model, r, layer, words, cfg.batch_size, cfg.max_tokens,
                               cfg.latency_sentences, mode, cfg.threads).result()
         rows.append(row)
         echo(f"{mode:>18} {model} r={r} L={layer}: {row['sentences_per_second']} sent/s, "

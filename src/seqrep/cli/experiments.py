@@ -44,6 +44,8 @@ def bench(model: str = typer.Option(BenchConfig.model, "--model"),
           split: str = typer.Option(BenchConfig.split, "--split"),
           sentences: int = typer.Option(BenchConfig.sentences, "--sentences"),
           batch_size: int = typer.Option(BenchConfig.batch_size, "--batch-size"),
+          max_tokens: int = typer.Option(BenchConfig.max_tokens, "--max-tokens",
+                                         help="padded tokens per batch (0: no limit)"),
           encoder: str = typer.Option("minilm-l6", "--encoder",
                                       help="encoder baseline ('' for none)"),
           baseline: bool = typer.Option(True, "--baseline/--no-baseline",
@@ -64,7 +66,8 @@ def bench(model: str = typer.Option(BenchConfig.model, "--model"),
 
     cfg = BenchConfig(model=model, repetitions=ints(repetitions, "repetitions"),
                       exit_layers=ints(exit_layer, "exit-layer"), dataset=dataset, split=split,
-                      sentences=sentences, batch_size=batch_size, encoder=encoder or None,
+                      sentences=sentences, batch_size=batch_size, max_tokens=max_tokens or None,
+                      encoder=encoder or None,
                       baseline=baseline, threads=threads)
     result = run_bench(cfg, echo=(lambda *_: None) if as_json else typer.echo)
     if output:

@@ -21,7 +21,7 @@ from torch import nn
 
 from seqrep.config import LabelerConfig
 from seqrep.encode.align import WordTokenizer
-from seqrep.encode.batch import Batch, collate, length_batches
+from seqrep.encode.batch import MAX_TOKENS, Batch, collate, length_batches
 from seqrep.encode.repeat import RepeatSpec, Segment, encode_sentence
 from seqrep.errors import ConfigError
 from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone, lora_targets
@@ -128,16 +128,19 @@ class SequenceLabeler(nn.Module):
         """The segments (model rows) of one sentence."""
         return encode_sentence(self.words(sentence), self.spec, leads=self.words.leads(sentence))
 
-    def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32
+    def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
+                max_tokens: int | None = MAX_TOKENS
                 ) -> Iterator[tuple[Batch, list[tuple[int, Segment]]]]:
-        """Length-sorted batches over all segments of ``sentences``.
+        """Length-sorted batches over all segments of ``sentences``: at most ``batch_size``
+        rows and ``max_tokens`` padded tokens each, so little compute goes to padding.
 
         Yields:
             ``(batch, members)`` where members are ``(sentence index, segment)`` in row order.
         """
         items = [(i, seg) for i, s in enumerate(sentences) for seg in self.encode(s)]
         pad = self.info.pad_id
-        for idx in length_batches([len(seg) for _, seg in items], batch_size):
+        for idx in length_batches([len(seg) for _, seg in items], batch_size,
+                                  max_tokens=max_tokens):
             members = [items[j] for j in idx]
             yield collate([seg for _, seg in members], pad, self.config.padding_side), members
 
@@ -197,12 +200,13 @@ class SequenceLabeler(nn.Module):
     # ----------------------------------------------------------------- per sentence
     @torch.no_grad()
     def _per_sentence(self, sentences: Sequence[Sequence[str]], fn: Any,
-                      batch_size: int) -> list[torch.Tensor]:
+                      batch_size: int, max_tokens: int | None = MAX_TOKENS
+                      ) -> list[torch.Tensor]:
         was_training = self.training
         self.eval()
         out: list[torch.Tensor | None] = [None] * len(sentences)
         try:
-            for batch, members in self.batches(sentences, batch_size):
+            for batch, members in self.batches(sentences, batch_size, max_tokens):
                 rows = fn(batch.to(self.device))  # (W, ...)
                 k = 0
                 for i, seg in members:
@@ -215,19 +219,20 @@ class SequenceLabeler(nn.Module):
         shape = next((o.shape[1:] for o in out if o is not None), ())
         return [o if o is not None else torch.zeros((0, *shape)) for o in out]
 
-    def word_states(self, sentences: Sequence[Sequence[str]],
-                    batch_size: int = 32) -> list[torch.Tensor]:
+    def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
+                    max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
         """One ``(words, H)`` tensor of exit-layer states per sentence."""
         return self._per_sentence(sentences, lambda b: self.pool(self.hidden(b)[0], b).float(),
-                                  batch_size)
+                                  batch_size, max_tokens)
 
-    def word_logits(self, sentences: Sequence[Sequence[str]],
-                    batch_size: int = 32) -> list[torch.Tensor]:
+    def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
+                    max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
         """One ``(words, num_labels)`` tensor of logits per sentence."""
-        return self._per_sentence(sentences, self.forward, batch_size)
+        return self._per_sentence(sentences, self.forward, batch_size, max_tokens)
 
     def layer_states(self, sentences: Sequence[Sequence[str]], layers: Sequence[int],
-                     batch_size: int = 32) -> list[torch.Tensor]:
+                     batch_size: int = 32, max_tokens: int | None = MAX_TOKENS
+                     ) -> list[torch.Tensor]:
         """Probe mode: word states of several layers from one forward pass.
 
         Args:
@@ -246,4 +251,4 @@ class SequenceLabeler(nn.Module):
             states = [last if x == n else norm(captured[x]) for x in layers]
             return torch.stack([self.pool(h, batch) for h in states], dim=1).float()
 
-        return self._per_sentence(sentences, fn, batch_size)
+        return self._per_sentence(sentences, fn, batch_size, max_tokens)
