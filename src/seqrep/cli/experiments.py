@@ -51,6 +51,8 @@ def bench(model: str = typer.Option(BenchConfig.model, "--model"),
           baseline: bool = typer.Option(True, "--baseline/--no-baseline",
                                         help="time the full forward + hidden_states[L] too"),
           threads: int | None = typer.Option(None, "--threads"),
+          repeats: int = typer.Option(BenchConfig.repeats, "--repeats",
+                                      help="timed passes per setting; the fastest counts"),
           output: Path | None = typer.Option(None, "--output", "-o", help="write JSON here"),
           as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
     """Throughput, latency, padding waste, FLOPs and memory of the labeler's forward pass."""
@@ -68,7 +70,7 @@ def bench(model: str = typer.Option(BenchConfig.model, "--model"),
                       exit_layers=ints(exit_layer, "exit-layer"), dataset=dataset, split=split,
                       sentences=sentences, batch_size=batch_size, max_tokens=max_tokens or None,
                       encoder=encoder or None,
-                      baseline=baseline, threads=threads)
+                      baseline=baseline, threads=threads, repeats=repeats)
     result = run_bench(cfg, echo=(lambda *_: None) if as_json else typer.echo)
     if output:
         write_json(output, result)
