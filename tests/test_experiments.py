@@ -9,6 +9,7 @@ import pytest
 import yaml
 from support import write_corpus
 
+from seqrep.bench import speedups
 from seqrep.grid import expand, run_grid
 from seqrep.report import group, markdown, report, summarize
 from seqrep.results import append_record, read_records
@@ -84,9 +85,20 @@ def test_report_statistics_on_hand_made_results(tmp_path: Path) -> None:
     md = markdown(rows)
     assert "82.00 ± 2.00" in md and "[77.03, 86.97]" in md
     assert "| 70.00 | - |" in md  # one seed: no spread claimed
+    rows = [{"model": "m", "mode": mode, "repetitions": 1, "exit_layer": layer,
+             "layers_computed": n, "seconds": sec, "sentences_per_second": 8 / sec,
+             "tokens_per_second": 80 / sec, "latency_ms": 5.0, "padding_waste": 0.05,
+             "flops_per_sentence": 2e9, "share_of_ceiling": 0.5, "peak_memory_mb": 900.0,
+             "checksum": 1.0}
+            for mode, layer, n, sec in [("cut", 10, 10, 1.0), ("cut", 30, 30, 3.0),
+                                        ("full_hidden_states", 10, 30, 3.3)]]
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"config": {"repeats": 3}, "rows": rows,
+                                 "speedups": speedups(rows)}))
     with pytest.warns(UserWarning):
-        path = report(store, tmp_path / "out")
-    assert path.read_text().count("###") >= 2
+        path = report(store, tmp_path / "out", bench=bench)
+    text = path.read_text()
+    assert text.count("###") >= 3 and "| 10 | 0.33 | 0.33 | 3.00 | 3.3 | True |" in text
     assert (tmp_path / "out" / "conll2003_f1_vs_r.png").stat().st_size > 1000
     assert summarize([]) == {"n": 0, "mean": None, "std": None, "ci95": None}
 
@@ -114,7 +126,7 @@ def test_probe_scores_each_layer(tiny, tmp_path: Path) -> None:
 def test_bench_cut_equals_full_forward_state(tiny) -> None:
     from test_labeler_words import WORDS
 
-    from seqrep.bench import _measure, speedups
+    from seqrep.bench import _measure
 
     model = tiny("llama", 6)
     cut = _measure(model, 1, 3, WORDS, 2, None, 2, "cut", None)
