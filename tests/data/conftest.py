@@ -9,18 +9,23 @@ that named datasets resolve.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
+from made_files import write_made_files
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "data"
 DEFAULT_DATA = str(Path(__file__).resolve().parents[2].parent / "shared" / "data")
 
 
-@pytest.fixture
-def fixtures() -> Path:
-    """The folder of committed tiny data files."""
-    return FIXTURES
+@pytest.fixture(scope="session")
+def fixtures(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder of tiny data files: the committed ones plus those the tests write."""
+    root = tmp_path_factory.mktemp("fixtures")
+    shutil.copytree(FIXTURES, root, dirs_exist_ok=True)
+    write_made_files(root)
+    return root
 
 
 @pytest.fixture(scope="session")
