@@ -74,7 +74,6 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     """One configuration, in a child process. ``mode``: cut, full_hidden_states or encoder."""
     import resource
 
-    from seqrep.encode.batch import length_batches, padding_waste
     from seqrep.model.labeler import SequenceLabeler
 
     if threads:
@@ -82,9 +81,10 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     cut = exit_layer if mode == "cut" else None
     lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
                                      exit_layer=cut, finetune="frozen").eval()
-    segs = [lab.encode(w) for w in words]
-    lengths = [len(s) for ss in segs for s in ss]
-    waste = padding_waste(lengths, length_batches(lengths, batch_size, max_tokens=max_tokens))
+    # padding of the very batches the timed pass runs
+    masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, max_tokens)]
+    lengths = [int(n) for m in masks for n in m.sum(1)]
+    waste = 1.0 - sum(lengths) / sum(m.numel() for m in masks)
     linear, blocks, width = flops_per_token(lab.backbone)
     flops = sum(2 * t * linear + 4 * blocks * t * t * width for t in lengths)
 

@@ -19,6 +19,7 @@ from seqrep.encode.repeat import Segment
 # in length; closing a batch at this budget keeps padding near or under 10 % (see bench).
 MAX_TOKENS = 512
 
+
 @dataclass
 class Batch:
     """Model inputs for a batch of segments and the recipe to pool word states out of them.
