@@ -11,7 +11,7 @@ from support import write_corpus
 
 from seqrep.bench import speedups
 from seqrep.grid import expand, run_grid
-from seqrep.report import group, markdown, report, summarize
+from seqrep.report import group, markdown, paired, paired_markdown, report, summarize
 from seqrep.results import append_record, read_records
 
 
@@ -101,6 +101,24 @@ def test_report_statistics_on_hand_made_results(tmp_path: Path) -> None:
     assert text.count("###") >= 3 and "| 10 | 0.33 | 0.33 | 3.00 | 3.3 | True |" in text
     assert (tmp_path / "out" / "conll2003_f1_vs_r.png").stat().st_size > 1000
     assert summarize([]) == {"n": 0, "mean": None, "std": None, "ci95": None}
+
+
+def test_report_pairs_settings_with_the_causal_baseline_by_seed() -> None:
+    recs = [_record(f1, seed, r=1) for seed, f1 in ((1, 60.0), (2, 64.0), (3, 65.0))]
+    recs += [_record(f1, seed, r=0) for seed, f1 in ((1, 58.0), (2, 61.0), (3, 66.0))]
+    recs.append(_record(70.0, 4, r=1))  # no baseline in seed 4: left out of the pairs
+    recs.append(_record(50.0, 1, r=0, dataset="rest14"))  # a baseline alone: no row
+    rows = paired(recs)
+    assert len(rows) == 1
+    row = rows[0]
+    # differences 2, 3, -1: mean 4/3, sample sd sqrt(13/3), higher in 2 of 3 seeds
+    assert row["seeds"] == [1, 2, 3] and row["wins"] == 2
+    assert row["diff"]["mean"] == pytest.approx(4 / 3)
+    assert row["diff"]["std"] == pytest.approx((13 / 3) ** 0.5)
+    assert row["diff"]["ci95"] == pytest.approx(4.30265 * (13 / 3) ** 0.5 / 3 ** 0.5, rel=1e-4)
+    md = paired_markdown(rows)
+    assert ("| conll2003 | smollm2-135m | 1 | none | 20 | +1.33 ± 2.08 | [-3.84, 6.50] "
+            "| 2 of 3 |") in md
 
 
 def test_store_appends_survive_a_torn_line(tmp_path: Path) -> None:

@@ -47,16 +47,20 @@ def strategy(record: dict[str, Any]) -> dict[str, Any]:
             "epochs": None if probe else tr["epochs"]}
 
 
-def group(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per strategy: F1 statistics over seeds (test and validation) and times."""
+def _groups(records: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
+    """Finished records by strategy (a sorted tuple of its items)."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for rec in records:
         if rec.get("metrics", {}).get("status") != "finished":
             continue
-        key = tuple(sorted(strategy(rec).items(), key=lambda kv: kv[0]))
-        groups[key].append(rec)
+        groups[tuple(sorted(strategy(rec).items(), key=lambda kv: kv[0]))].append(rec)
+    return groups
+
+
+def group(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per strategy: F1 statistics over seeds (test and validation) and times."""
     rows = []
-    for key, recs in groups.items():
+    for key, recs in _groups(records).items():
         row = dict(key)
         row["seeds"] = sorted({r["config"]["train"]["seed"] for r in recs})
         row["test_f1"] = summarize(100 * r["metrics"]["test"]["f1"] for r in recs
@@ -69,12 +73,60 @@ def group(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def _fmt(s: dict[str, Any], digits: int = 2) -> str:
+def _test_f1_by_seed(recs: list[dict[str, Any]]) -> dict[int, float]:
+    return {r["config"]["train"]["seed"]: 100 * r["metrics"]["test"]["f1"] for r in recs
+            if r["metrics"].get("test")}
+
+
+def paired(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each fine-tuned strategy against the causal baseline (r=0, no unmasking) of the same
+    model, dataset, exit layer, mode and budget, paired by seed.
+
+    Runs of one seed share the training subset, the head's initialisation and the batch order,
+    so the per-seed difference removes the part of the spread that all settings share. Rows
+    hold the difference's statistics over the seeds both have (see :func:`summarize`) and in
+    how many of those seeds the strategy scored higher.
+    """
+    groups = {k: _test_f1_by_seed(v) for k, v in _groups(records).items()}
+    rows = []
+    for key, scores in groups.items():
+        row = dict(key)
+        if row["finetune"] == "probe" or (row["r"] == 0 and row["unmask"] == "none"):
+            continue
+        base_key = tuple(sorted({**row, "r": 0, "unmask": "none"}.items(), key=lambda kv: kv[0]))
+        base = groups.get(base_key, {})
+        seeds = sorted(set(scores) & set(base))
+        if not seeds:
+            continue
+        diffs = [scores[s] - base[s] for s in seeds]
+        row.update(seeds=seeds, diff=summarize(diffs), wins=sum(d > 0 for d in diffs))
+        rows.append(row)
+    rows.sort(key=lambda r: (r["dataset"], r["model"], r["finetune"], str(r["unmask"]), r["r"],
+                             r["exit_layer"] or 0))
+    return rows
+
+
+def paired_markdown(rows: list[dict[str, Any]]) -> str:
+    """The rows of :func:`paired` as one Markdown table."""
+    out = ["### Against the causal baseline, paired by seed", "",
+           "Test F1 of each setting minus that of r=0 without unmasking (same model, dataset, "
+           "exit layer and budget) in the same seed: mean ± sample standard deviation of the "
+           "differences, their 95 % confidence interval (Student t), and in how many seeds the "
+           "setting scored higher.", "",
+           "| dataset | model | r | unmask | exit layer | difference | 95% CI | higher in |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        out.append(f"| {r['dataset']} | {r['model']} | {r['r']} | {r['unmask']} | "
+                   f"{r['exit_layer'] or 'all'} | {_fmt(r['diff'], sign=True)} | "
+                   f"{_ci(r['diff'])} | {r['wins']} of {len(r['seeds'])} |")
+    return "\n".join(out) + "\n"
+
+
+def _fmt(s: dict[str, Any], digits: int = 2, sign: bool = False) -> str:
     if s["mean"] is None:
         return "-"
-    if s["std"] is None:
-        return f"{s['mean']:.{digits}f}"
-    return f"{s['mean']:.{digits}f} ± {s['std']:.{digits}f}"
+    mean = f"{s['mean']:{'+' if sign else ''}.{digits}f}"
+    return mean if s["std"] is None else f"{mean} ± {s['std']:.{digits}f}"
 
 
 def _ci(s: dict[str, Any]) -> str:
@@ -241,12 +293,16 @@ def report(results: str | Path, out: str | Path, bench: str | Path | None = None
     import json
 
     out = Path(out)
-    rows = group([r for r in read_records(results) if r.get("kind", "run") == "run"])
+    records = [r for r in read_records(results) if r.get("kind", "run") == "run"]
+    rows = group(records)
     data = json.loads(Path(bench).read_text(encoding="utf-8")) if bench else {}
     bench_rows = [b for b in data.get("rows", []) if b.get("mode") == "cut"]
     made = plots(rows, out, bench_rows)
     md = Path(notes).read_text(encoding="utf-8") + "\n" if notes else ""
     md += markdown(rows)
+    pairs = paired(records)
+    if pairs:
+        md += "\n" + paired_markdown(pairs)
     if data:
         md += "\n" + bench_markdown(data)
     if made:
