@@ -161,3 +161,18 @@ def test_bench_cut_equals_full_forward_state(tiny) -> None:
     (s3, s6) = speedups([cut, full, deep])
     assert s3["layer_share"] == 0.5 and s3["same_states"] is True
     assert s6["speedup_vs_deepest"] == 1.0
+
+
+def test_bench_ceiling_runs_the_models_own_linear_shapes(tiny) -> None:
+    from seqrep.bench import linear_shapes, matmul_ceiling
+    from seqrep.model.labeler import SequenceLabeler
+
+    model = tiny("llama", 2)
+    lab = SequenceLabeler.from_model(model, labels=["O"], finetune="frozen")
+    cfg = lab.backbone.config
+    shapes = linear_shapes(lab.backbone)
+    h, inter = cfg.hidden_size, cfg.intermediate_size
+    assert (h, inter) in shapes and (inter, h) in shapes and len(set(shapes)) == len(shapes)
+    ceiling = matmul_ceiling(model, 16, None, repeats=2)
+    assert set(ceiling["shapes"]) == {f"16x{k}x{n}" for k, n in shapes}
+    assert ceiling["gflops"] == max(ceiling["shapes"].values()) > 0

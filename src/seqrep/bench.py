@@ -44,16 +44,40 @@ class BenchConfig:
 
 
 def matmul_gflops(m: int, k: int, n: int, repeats: int = 20) -> float:
-    """Measured fp32 GFLOP/s of an ``(m, k) @ (k, n)`` product: the machine's ceiling."""
-    a, b = torch.randn(m, k), torch.randn(k, n)
+    """Measured fp32 GFLOP/s of ``x @ w.T`` with ``x`` of shape ``(m, k)`` and ``w`` of
+    shape ``(n, k)``: the product an ``nn.Linear(k, n)`` runs on ``m`` tokens."""
+    x, w = torch.randn(m, k), torch.randn(n, k)
     for _ in range(3):
-        a @ b
+        torch.nn.functional.linear(x, w)
     best = float("inf")
     for _ in range(repeats):  # the fastest product, as for the model's passes
         start = time.perf_counter()
-        a @ b
+        torch.nn.functional.linear(x, w)
         best = min(best, time.perf_counter() - start)
     return 2 * m * k * n / best / 1e9
+
+
+def linear_shapes(model: nn.Module) -> list[tuple[int, int]]:
+    """The distinct ``(in, out)`` shapes of the Linear layers in the model's blocks."""
+    from seqrep.model.backbone import layer_stack
+
+    return sorted({(m.in_features, m.out_features) for m in layer_stack(model).modules()
+                   if isinstance(m, nn.Linear)})
+
+
+def matmul_ceiling(model: str, tokens: int, threads: int | None,
+                   repeats: int = 20) -> dict[str, Any]:
+    """This machine's fp32 rate on the model's own matrix products: the fastest of its
+    Linear shapes on ``tokens`` rows (one full batch). Runs in a child process like the
+    measured passes, so both see the same threads."""
+    from seqrep.model.labeler import SequenceLabeler
+
+    if threads:
+        torch.set_num_threads(threads)
+    lab = SequenceLabeler.from_model(model, labels=["O"], finetune="frozen")
+    rates = {f"{tokens}x{k}x{n}": round(matmul_gflops(tokens, k, n, repeats), 1)
+             for k, n in linear_shapes(lab.backbone)}
+    return {"gflops": max(rates.values()), "shapes": rates}
 
 
 def flops_per_token(model: nn.Module) -> tuple[int, int, int]:
@@ -149,6 +173,10 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
                  for layer in cfg.exit_layers if layer is not None]
     if cfg.encoder:
         jobs.append((cfg.encoder, 0, None, "encoder"))
+    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+        ceiling = pool.submit(matmul_ceiling, cfg.model, cfg.max_tokens or cfg.batch_size * 32,
+                              cfg.threads).result()
+    echo(f"matmul ceiling: {ceiling['gflops']} GFLOP/s (fastest of {ceiling['shapes']})")
     rows = []
     for model, r, layer, mode in jobs:
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
@@ -157,13 +185,10 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
         rows.append(row)
         echo(f"{mode:>18} {model} r={r} L={layer}: {row['sentences_per_second']} sent/s, "
              f"{row['latency_ms']} ms/sent, waste {row['padding_waste']:.1%}")
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    ceiling = matmul_gflops(cfg.batch_size * 64, 576, 1536)
     for row in rows:
-        row["share_of_ceiling"] = round(row["gflops_per_second"] / ceiling, 3)
-    return {"kind": "bench", "config": asdict(cfg), "matmul_gflops": round(ceiling, 1),
-            "rows": rows, "speedups": speedups(rows)}
+        row["share_of_ceiling"] = round(row["gflops_per_second"] / ceiling["gflops"], 3)
+    return {"kind": "bench", "config": asdict(cfg), "matmul_gflops": ceiling["gflops"],
+            "matmul_shapes": ceiling["shapes"], "rows": rows, "speedups": speedups(rows)}
 
 
 def speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -247,7 +247,10 @@ def bench_markdown(data: dict[str, Any]) -> str:
            f"{cfg.get('sentences')} sentences of {cfg.get('dataset')} {cfg.get('split')}, "
            f"batches of at most {cfg.get('batch_size')} sentences and {cfg.get('max_tokens')} "
            f"padded tokens, sorted by length; the fastest of {cfg.get('repeats', 1)} passes. "
-           f"Ceiling: a measured {data.get('matmul_gflops')} GFLOP/s fp32 matrix product. "
+           f"Ceiling: {data.get('matmul_gflops')} GFLOP/s, the fastest fp32 rate measured on the "
+           "model's own Linear products for one full batch"
+           f"{' (' + ', '.join(data['matmul_shapes']) + ')' if data.get('matmul_shapes') else ''}; "
+           "the FLOPs count only real tokens, not padding. "
            "`full_hidden_states` is the authors' way to an early-exit state: the whole network "
            "with every hidden state, then layer L.", "",
            "| model | mode | r | exit layer | layers run | sent/s | tokens/s | ms/sent (alone) "

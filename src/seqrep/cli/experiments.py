@@ -79,4 +79,3 @@ def bench(model: str = typer.Option(BenchConfig.model, "--model"),
     else:
         for s in result["speedups"]:
             typer.echo(json.dumps(s))
-        typer.echo(f"matmul ceiling: {result['matmul_gflops']} GFLOP/s")
