@@ -201,10 +201,12 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
             if causal:
                 ks = sorted({r["r"] for r in causal})
                 ax2.plot(ks, [k / (k + 2) for k in ks], "k--", label="p(k) = r/(r+2)")
-                for model in sorted({r["model"] for r in causal}):
-                    pts = sorted((r for r in causal if r["model"] == model), key=lambda r: r["r"])
-                    ax.plot([p["r"] for p in pts], [p["test_f1"]["mean"] for p in pts], "o-",
-                            label=f"{model} F1")
+                for model, layer in sorted({(r["model"], r["exit_layer"] or 0) for r in causal}):
+                    pts = sorted((r for r in causal if r["model"] == model
+                                  and (r["exit_layer"] or 0) == layer), key=lambda r: r["r"])
+                    if len(pts) > 1:  # a line needs two values of r
+                        ax.plot([p["r"] for p in pts], [p["test_f1"]["mean"] for p in pts],
+                                "o-", label=f"{model} L={layer or 'all'} F1")
             ax.set(xlabel="repetitions r", ylabel="test F1 (%)",
                    title=f"{ds}: share of fully visible blocks and F1")
             ax2.set_ylabel("p(k)")
@@ -220,8 +222,9 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
             fig, ax = plt.subplots(figsize=(6, 4))
             for (model, ft, unmask, rep), pts in sorted(series.items(), key=str):
                 pts.sort(key=lambda r: r["exit_layer"])
-                ax.plot([p["exit_layer"] for p in pts], [p["test_f1"]["mean"] for p in pts],
-                        marker="o", label=f"{model} {ft} r={rep} unmask={unmask}")
+                ax.errorbar([p["exit_layer"] for p in pts], [p["test_f1"]["mean"] for p in pts],
+                            yerr=[p["test_f1"]["std"] or 0 for p in pts], marker="o", capsize=3,
+                            label=f"{model} {ft} r={rep} unmask={unmask}")
             ax.set(xlabel="exit layer", ylabel="test F1 (%)", title=f"{ds}: F1 against exit layer")
             ax.legend(fontsize=6)
             made.append(_save(fig, out / f"{ds}_f1_vs_layer.png"))
