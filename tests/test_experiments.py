@@ -58,10 +58,11 @@ def test_grid_runs_records_and_skips_finished(tiny, tmp_path: Path) -> None:
     assert len(read_records(tmp_path / "runs" / "results.jsonl")) == 4
 
 
-def _record(f1: float, seed: int, r: int = 1, dataset: str = "conll2003") -> dict:
-    return {"run_id": f"x{seed}{r}", "kind": "run",
+def _record(f1: float, seed: int, r: int = 1, dataset: str = "conll2003",
+            exit_layer: int | None = 20) -> dict:
+    return {"run_id": f"x{seed}{r}{exit_layer}", "kind": "run",
             "config": {"labeler": {"model": "smollm2-135m", "repetitions": r, "unmask": "none",
-                                   "exit_layer": 20, "finetune": "full"},
+                                   "exit_layer": exit_layer, "finetune": "full"},
                        "train": {"dataset": dataset, "seed": seed, "epochs": 2}},
             "metrics": {"status": "finished", "validation": {"f1": f1 / 100 + 0.01},
                         "test": {"f1": f1 / 100}, "train_seconds": 60, "train_sentences": 1000}}
@@ -117,8 +118,20 @@ def test_report_pairs_settings_with_the_causal_baseline_by_seed() -> None:
     assert row["diff"]["std"] == pytest.approx((13 / 3) ** 0.5)
     assert row["diff"]["ci95"] == pytest.approx(4.30265 * (13 / 3) ** 0.5 / 3 ** 0.5, rel=1e-4)
     md = paired_markdown(rows)
-    assert ("| conll2003 | smollm2-135m | 1 | none | 20 | +1.33 ± 2.08 | [-3.84, 6.50] "
+    assert ("| conll2003 | smollm2-135m | 1 | none | 20 | r=0 | +1.33 ± 2.08 | [-3.84, 6.50] "
             "| 2 of 3 |") in md
+    # against the deepest exit layer: layers 10 and 20 against 30, each with its own r
+    recs += [_record(f1, seed, r=1, exit_layer=30) for seed, f1 in ((1, 61.0), (2, 60.0))]
+    recs += [_record(55.0, 1, r=1, exit_layer=10), _record(59.0, 1, r=0, exit_layer=30)]
+    depth = paired(recs, against="depth")
+    by = {(r["dataset"], r["r"], r["exit_layer"]): r for r in depth}
+    assert set(by) == {("conll2003", 1, 10), ("conll2003", 1, 20), ("conll2003", 0, 20)}
+    assert by["conll2003", 1, 20]["seeds"] == [1, 2] and by["conll2003", 1, 20]["wins"] == 1
+    assert by["conll2003", 1, 20]["diff"]["mean"] == pytest.approx((-1.0 + 4.0) / 2)
+    assert by["conll2003", 1, 10]["baseline"]["exit_layer"] == 30
+    assert by["conll2003", 0, 20]["diff"]["mean"] == pytest.approx(-1.0)
+    assert "| conll2003 | smollm2-135m | 1 | none | 10 | L=30 | -6.00 |" in paired_markdown(
+        depth, "depth")
 
 
 def test_store_appends_survive_a_torn_line(tmp_path: Path) -> None:

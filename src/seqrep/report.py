@@ -78,46 +78,78 @@ def _test_f1_by_seed(recs: list[dict[str, Any]]) -> dict[int, float]:
             if r["metrics"].get("test")}
 
 
-def paired(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each fine-tuned strategy against the causal baseline (r=0, no unmasking) of the same
-    model, dataset, exit layer, mode and budget, paired by seed.
+def _key(row: dict[str, Any]) -> tuple:
+    return tuple(sorted(row.items(), key=lambda kv: kv[0]))
 
-    Runs of one seed share the training subset, the head's initialisation and the batch order,
-    so the per-seed difference removes the part of the spread that all settings share. Rows
-    hold the difference's statistics over the seeds both have (see :func:`summarize`) and in
-    how many of those seeds the strategy scored higher.
+
+def _causal_baseline(row: dict[str, Any], keys: Iterable[tuple]) -> tuple | None:
+    """r=0 without unmasking, all else equal; ``None`` for that baseline itself."""
+    if row["r"] == 0 and row["unmask"] == "none":
+        return None
+    return _key({**row, "r": 0, "unmask": "none"})
+
+
+def _deepest_exit(row: dict[str, Any], keys: Iterable[tuple]) -> tuple | None:
+    """The same setting at the deepest exit layer that ran; ``None`` when it is that one."""
+    if row["exit_layer"] is None:
+        return None
+    same = [dict(k) for k in keys if dict(k)["exit_layer"] is not None
+            and {**dict(k), "exit_layer": None} == {**row, "exit_layer": None}]
+    deepest = max(same, key=lambda r: r["exit_layer"])
+    return None if deepest["exit_layer"] == row["exit_layer"] else _key(deepest)
+
+
+def paired(records: list[dict[str, Any]], against: str = "causal") -> list[dict[str, Any]]:
+    """Each fine-tuned setting against a baseline run with the same seeds, paired by seed.
+
+    ``against="causal"``: the causal model (r=0, no unmasking) of the same model, dataset,
+    exit layer, mode and budget. ``against="depth"``: the same setting at the deepest exit
+    layer that ran. Runs of one seed share the training subset, the head's initialisation
+    and the batch order, so the per-seed difference removes the part of the spread that all
+    settings share. Rows hold the difference's statistics over the seeds both have (see
+    :func:`summarize`), in how many of those seeds the setting scored higher, and the
+    baseline's exit layer, r and unmasking.
     """
+    base_of = {"causal": _causal_baseline, "depth": _deepest_exit}[against]
     groups = {k: _test_f1_by_seed(v) for k, v in _groups(records).items()}
     rows = []
     for key, scores in groups.items():
         row = dict(key)
-        if row["finetune"] == "probe" or (row["r"] == 0 and row["unmask"] == "none"):
+        if row["finetune"] == "probe":
             continue
-        base_key = tuple(sorted({**row, "r": 0, "unmask": "none"}.items(), key=lambda kv: kv[0]))
-        base = groups.get(base_key, {})
+        base_key = base_of(row, groups)
+        base = groups.get(base_key, {}) if base_key else {}
         seeds = sorted(set(scores) & set(base))
         if not seeds:
             continue
         diffs = [scores[s] - base[s] for s in seeds]
-        row.update(seeds=seeds, diff=summarize(diffs), wins=sum(d > 0 for d in diffs))
+        row.update(seeds=seeds, diff=summarize(diffs), wins=sum(d > 0 for d in diffs),
+                   baseline={k: dict(base_key)[k] for k in ("r", "unmask", "exit_layer")})
         rows.append(row)
     rows.sort(key=lambda r: (r["dataset"], r["model"], r["finetune"], str(r["unmask"]), r["r"],
                              r["exit_layer"] or 0))
     return rows
 
 
-def paired_markdown(rows: list[dict[str, Any]]) -> str:
+def paired_markdown(rows: list[dict[str, Any]], against: str = "causal") -> str:
     """The rows of :func:`paired` as one Markdown table."""
-    out = ["### Against the causal baseline, paired by seed", "",
-           "Test F1 of each setting minus that of r=0 without unmasking (same model, dataset, "
-           "exit layer and budget) in the same seed: mean ± sample standard deviation of the "
-           "differences, their 95 % confidence interval (Student t), and in how many seeds the "
-           "setting scored higher.", "",
-           "| dataset | model | r | unmask | exit layer | difference | 95% CI | higher in |",
-           "|---|---|---|---|---|---|---|---|"]
+    title, base = {
+        "causal": ("Against the causal baseline", "r=0 without unmasking (same model, dataset, "
+                   "exit layer and budget)"),
+        "depth": ("Against the deepest exit layer", "the same setting at the deepest exit "
+                  "layer that ran (same model, dataset, r, unmasking and budget)")}[against]
+    out = [f"### {title}, paired by seed", "",
+           f"Test F1 of each setting minus that of {base} in the same seed: mean ± sample "
+           "standard deviation of the differences, their 95 % confidence interval "
+           "(Student t), and in how many seeds the setting scored higher.", "",
+           "| dataset | model | r | unmask | exit layer | against | difference | 95% CI "
+           "| higher in |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        b = r["baseline"]
+        vs = f"L={b['exit_layer']}" if against == "depth" else f"r={b['r']}"
         out.append(f"| {r['dataset']} | {r['model']} | {r['r']} | {r['unmask']} | "
-                   f"{r['exit_layer'] or 'all'} | {_fmt(r['diff'], sign=True)} | "
+                   f"{r['exit_layer'] or 'all'} | {vs} | {_fmt(r['diff'], sign=True)} | "
                    f"{_ci(r['diff'])} | {r['wins']} of {len(r['seeds'])} |")
     return "\n".join(out) + "\n"
 
@@ -306,9 +338,10 @@ def report(results: str | Path, out: str | Path, bench: str | Path | None = None
     made = plots(rows, out, bench_rows)
     md = Path(notes).read_text(encoding="utf-8") + "\n" if notes else ""
     md += markdown(rows)
-    pairs = paired(records)
-    if pairs:
-        md += "\n" + paired_markdown(pairs)
+    for against in ("causal", "depth"):
+        pairs = paired(records, against)
+        if pairs:
+            md += "\n" + paired_markdown(pairs, against)
     if data:
         md += "\n" + bench_markdown(data)
     if made:
