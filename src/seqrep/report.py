@@ -251,14 +251,16 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
                 series[(r["model"], r["finetune"], r["unmask"], r["r"])].append(r)
         series = {k: pts for k, pts in series.items() if len(pts) > 1}  # a line needs 2 layers
         if series:
-            fig, ax = plt.subplots(figsize=(6, 4))
+            fig, ax = plt.subplots(figsize=(8.5, 4))
             for (model, ft, unmask, rep), pts in sorted(series.items(), key=str):
                 pts.sort(key=lambda r: r["exit_layer"])
+                probe = ft == "probe"  # probes thin and dashed, fine-tuned runs bold
                 ax.errorbar([p["exit_layer"] for p in pts], [p["test_f1"]["mean"] for p in pts],
-                            yerr=[p["test_f1"]["std"] or 0 for p in pts], marker="o", capsize=3,
-                            label=f"{model} {ft} r={rep} unmask={unmask}")
+                            yerr=[p["test_f1"]["std"] or 0 for p in pts], capsize=3,
+                            marker="." if probe else "o", ls="--" if probe else "-",
+                            lw=1 if probe else 2, label=f"{model} {ft} r={rep} unmask={unmask}")
             ax.set(xlabel="exit layer", ylabel="test F1 (%)", title=f"{ds}: F1 against exit layer")
-            ax.legend(fontsize=6)
+            ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside
             made.append(_save(fig, out / f"{ds}_f1_vs_layer.png"))
     if bench:
         fig, ax = plt.subplots(figsize=(6, 4))
