@@ -89,8 +89,9 @@ def _main(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_user_errors_are_one_line_exit_2(run_dir: Path, tmp_path: Path) -> None:
-    bad = _main("train", "--model", "no-such-model-xyz", "--dataset", "conll2003", "--output",
-                str(tmp_path / "x"))
+    # a local dataset file, so the model is what fails, with or without SEQREP_DATA
+    bad = _main("train", "--model", "no-such-model-xyz", "--dataset",
+                str(run_dir.parent / "train.txt"), "--output", str(tmp_path / "x"))
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     last = bad.stderr.strip().splitlines()[-1]
     assert last.startswith("error: cannot load model 'no-such-model-xyz'")
