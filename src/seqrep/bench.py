@@ -57,12 +57,16 @@ def matmul_gflops(m: int, k: int, n: int, repeats: int = 20) -> float:
     return 2 * m * k * n / best / 1e9
 
 
-def linear_shapes(model: nn.Module) -> list[tuple[int, int]]:
-    """The distinct ``(in, out)`` shapes of the Linear layers in the model's blocks."""
+def _block_linears(model: nn.Module) -> list[nn.Linear]:
+    """The Linear layers in the model's blocks (embeddings and head excluded)."""
     from seqrep.model.backbone import layer_stack
 
-    return sorted({(m.in_features, m.out_features) for m in layer_stack(model).modules()
-                   if isinstance(m, nn.Linear)})
+    return [m for m in layer_stack(model).modules() if isinstance(m, nn.Linear)]
+
+
+def linear_shapes(model: nn.Module) -> list[tuple[int, int]]:
+    """The distinct ``(in, out)`` shapes of the Linear layers in the model's blocks."""
+    return sorted({(m.in_features, m.out_features) for m in _block_linears(model)})
 
 
 def matmul_ceiling(model: str, tokens: int, threads: int | None,
@@ -85,7 +89,7 @@ def flops_per_token(model: nn.Module) -> tuple[int, int, int]:
     from seqrep.model.backbone import layer_stack
 
     blocks = layer_stack(model)
-    linear = sum(m.weight.numel() for m in blocks.modules() if isinstance(m, nn.Linear))
+    linear = sum(m.weight.numel() for m in _block_linears(model))
     cfg = model.config
     width = getattr(cfg, "num_attention_heads", 1) * (
         getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)

@@ -53,8 +53,13 @@ def _groups(records: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
     for rec in records:
         if rec.get("metrics", {}).get("status") != "finished":
             continue
-        groups[tuple(sorted(strategy(rec).items(), key=lambda kv: kv[0]))].append(rec)
+        groups[_key(strategy(rec))].append(rec)
     return groups
+
+
+def _key(row: dict[str, Any]) -> tuple:
+    """A strategy as a hashable key: its items sorted by name."""
+    return tuple(sorted(row.items(), key=lambda kv: kv[0]))
 
 
 def group(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -76,10 +81,6 @@ def group(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _test_f1_by_seed(recs: list[dict[str, Any]]) -> dict[int, float]:
     return {r["config"]["train"]["seed"]: 100 * r["metrics"]["test"]["f1"] for r in recs
             if r["metrics"].get("test")}
-
-
-def _key(row: dict[str, Any]) -> tuple:
-    return tuple(sorted(row.items(), key=lambda kv: kv[0]))
 
 
 def _causal_baseline(row: dict[str, Any], keys: Iterable[tuple]) -> tuple | None:
