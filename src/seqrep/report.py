@@ -234,12 +234,14 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
             if causal:
                 ks = sorted({r["r"] for r in causal})
                 ax2.plot(ks, [k / (k + 2) for k in ks], "k--", label="p(k) = r/(r+2)")
-                for model, layer in sorted({(r["model"], r["exit_layer"] or 0) for r in causal}):
-                    pts = sorted((r for r in causal if r["model"] == model
-                                  and (r["exit_layer"] or 0) == layer), key=lambda r: r["r"])
+                lines: dict[tuple, list] = defaultdict(list)
+                for r in causal:
+                    lines[(r["model"], r["finetune"], r["exit_layer"] or 0)].append(r)
+                for (model, ft, layer), pts in sorted(lines.items(), key=str):
                     if len(pts) > 1:  # a line needs two values of r
+                        pts.sort(key=lambda r: r["r"])
                         ax.plot([p["r"] for p in pts], [p["test_f1"]["mean"] for p in pts],
-                                "o-", label=f"{model} L={layer or 'all'} F1")
+                                "o-", label=f"{model} {ft} L={layer or 'all'} F1")
             ax.set(xlabel="repetitions r", ylabel="test F1 (%)",
                    title=f"{ds}: share of fully visible blocks and F1")
             ax2.set_ylabel("p(k)")
