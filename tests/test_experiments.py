@@ -9,10 +9,10 @@ import pytest
 import yaml
 from support import write_corpus
 
-from seqrep.bench import speedups
-from seqrep.grid import expand, run_grid
-from seqrep.report import group, markdown, paired, paired_markdown, report, summarize
-from seqrep.results import append_record, read_records
+from seqrep.lab.bench import speedups
+from seqrep.lab.grid import expand, run_grid
+from seqrep.lab.report import group, markdown, paired, paired_markdown, report, summarize
+from seqrep.lab.results import append_record, read_records
 
 
 def test_expand_is_a_product_with_stable_ids() -> None:
@@ -144,7 +144,7 @@ def test_store_appends_survive_a_torn_line(tmp_path: Path) -> None:
 
 def test_probe_scores_each_layer(tiny, tmp_path: Path) -> None:
     from seqrep.config import LabelerConfig, TrainConfig
-    from seqrep.probe import run_probe
+    from seqrep.lab.probe import run_probe
 
     data = write_corpus(tmp_path / "train.txt", 30)
     out = run_probe(LabelerConfig(model=tiny("llama"), repetitions=1),
@@ -157,7 +157,7 @@ def test_probe_scores_each_layer(tiny, tmp_path: Path) -> None:
 def test_bench_cut_equals_full_forward_state(tiny) -> None:
     from test_labeler_words import WORDS
 
-    from seqrep.bench import _measure
+    from seqrep.lab.bench import _measure
 
     model = tiny("llama", 6)
     cut = _measure(model, 1, 3, WORDS, 2, None, 2, "cut", None)
@@ -177,7 +177,7 @@ def test_bench_cut_equals_full_forward_state(tiny) -> None:
 
 
 def test_bench_ceiling_runs_the_models_own_linear_shapes(tiny) -> None:
-    from seqrep.bench import linear_shapes, matmul_ceiling
+    from seqrep.lab.bench import linear_shapes, matmul_ceiling
     from seqrep.model.labeler import SequenceLabeler
 
     model = tiny("llama", 2)

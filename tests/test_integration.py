@@ -28,7 +28,7 @@ def conll_test(shared_data):
 def test_smollm2_batch_invariance(conll_test, r: int, unmask: str) -> None:
     lab = SequenceLabeler.from_model("smollm2-135m", labels=["O", "B-X", "I-X"], repetitions=r,
                                      unmask=unmask, exit_layer=8, finetune="frozen")
-    assert len(lab.backbone.layers) == 8 and lab.info.total_layers == 30
+    assert len(lab.backbone.layers) == 8 and lab.backbone_info.total_layers == 30
     together = lab.word_states(conll_test, batch_size=12)
     for sent, states in zip(conll_test[:4], together):
         assert (lab.word_states([sent])[0] - states).abs().max() < 1e-4
@@ -66,6 +66,6 @@ def test_smollm2_long_sentence_gets_every_word(conll_test) -> None:
 def test_minilm_encoder_baseline(conll_test) -> None:
     lab = SequenceLabeler.from_model("minilm-l6", labels=["O", "B-X", "I-X"], repetitions=0,
                                      finetune="frozen")
-    assert lab.info.is_encoder and lab.spec.prefix and lab.spec.suffix
+    assert lab.backbone_info.is_encoder and lab.spec.prefix and lab.spec.suffix
     logits = lab.word_logits(conll_test)
     assert [len(x) for x in logits] == [len(s) for s in conll_test]

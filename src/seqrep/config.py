@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from seqrep.encode.repeat import COPY_READS, SUBTOKEN_READS
 from seqrep.errors import ConfigError
 
 
@@ -22,6 +23,24 @@ def _f(default: Any, help: str, **kw: Any) -> Any:
 def _choice(name: str, value: Any, allowed: tuple) -> None:
     if value not in allowed:
         raise ConfigError(f"{name}={value!r}; expected one of {', '.join(map(str, allowed))}")
+
+
+UNMASK_NAMES = ("none", "full", "middle")
+
+
+def parse_unmask(value: str) -> str | tuple[int, ...]:
+    """An ``unmask`` setting: ``none``, ``full``, ``middle``, or sorted 0-based layer indices
+    from a comma list (``"0,3,5"``). Whether the layers exist is checked against the model."""
+    if value in UNMASK_NAMES:
+        return value
+    try:
+        layers = tuple(sorted({int(x) for x in value.split(",") if x.strip()}))
+    except (ValueError, AttributeError):
+        layers = ()
+    if not layers or any(i < 0 for i in layers):
+        raise ConfigError(f"unmask={value!r}; expected none, full, middle or a comma-separated "
+                          f"list of 0-based layer indices")
+    return layers
 
 
 class _Config:
@@ -78,8 +97,9 @@ class LabelerConfig(_Config):
             raise ConfigError(f"repetitions={self.repetitions}; expected 0 or more")
         if self.exit_layer is not None and self.exit_layer < 1:
             raise ConfigError(f"exit_layer={self.exit_layer}; expected 1 or more (or None)")
-        _choice("subtoken", self.subtoken, ("first", "last", "mean"))
-        _choice("read", self.read, ("last", "mean"))
+        parse_unmask(self.unmask)
+        _choice("subtoken", self.subtoken, SUBTOKEN_READS)
+        _choice("read", self.read, COPY_READS)
         _choice("bos", self.bos, ("auto", "yes", "no"))
         _choice("padding_side", self.padding_side, ("right", "left"))
         _choice("finetune", self.finetune, ("lora", "full", "frozen"))
@@ -121,6 +141,8 @@ class TrainConfig(_Config):
     weight_decay: float = _f(0.05, "AdamW weight decay (not on biases and norms)")
     warmup: float = _f(0.0, "share of steps with linear warm-up before the linear decay")
     batch_size: int = _f(16, "sentences per batch (batches hold sentences of similar length)")
+    batch_tokens: int | None = _f(None, "also close a training batch at this many padded "
+                                        "tokens (None: no limit)")
     grad_accum: int = _f(1, "batches per optimizer step")
     max_grad_norm: float = _f(1.0, "gradient clipping norm (0: off)")
     eval_every: int = _f(0, "evaluate every N optimizer steps (0: at the end of each epoch)")

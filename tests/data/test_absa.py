@@ -95,7 +95,7 @@ def test_tokenized_format(fixtures: Path) -> None:
     assert corpus[0].offsets[1] == (4, 9)
     polar = read_absa_tokenized(fixtures / "tiny_absa.txt", polarity=True)
     assert spans(polar[2]) == [("fish", "POS"), ("tacos", "NEU")]
-    assert polar.labels() == ["NEG", "NEU", "POS"]
+    assert polar.span_types() == ["NEG", "NEU", "POS"]
 
 
 @pytest.mark.parametrize("line, pattern", [

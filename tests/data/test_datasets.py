@@ -40,11 +40,11 @@ def test_rest14_splits(seqrep_data: Path) -> None:
     # the 5 terms not on word boundaries are reported in the split that holds them (all train)
     assert (len(train.notes), len(dev.notes)) == (5, 0)
     assert len(test.notes) == 1
-    assert train.labels() == ["ASP"]
+    assert train.span_types() == ["ASP"]
     polar = load_corpus("rest14-polarity", "dev")
     assert [s.words for s in polar] == [s.words for s in dev]
-    assert polar.labels() == ["CONFLICT", "NEG", "NEU", "POS"]
-    assert load_corpus("rest14", "dev", polarity=True).labels() == polar.labels()
+    assert polar.span_types() == ["CONFLICT", "NEG", "NEU", "POS"]
+    assert load_corpus("rest14", "dev", polarity=True).span_types() == polar.span_types()
     with pytest.raises(ConfigError, match="rest14-polarity has no test split"):
         load_corpus("rest14-polarity", "test")
 
@@ -98,7 +98,7 @@ def test_dataset_folders_and_files(data_root: Path, conll2003_dir: Path, nlupp_d
                                    rest14_dir: Path) -> None:
     assert len(load_corpus(conll2003_dir, "test")) == 3_453
     assert len(load_corpus(nlupp_dir, "validation")) == 309
-    assert load_corpus(rest14_dir, "dev", polarity=True).labels() == [
+    assert load_corpus(rest14_dir, "dev", polarity=True).span_types() == [
         "CONFLICT", "NEG", "NEU", "POS"]
     assert len(load_corpus(str(conll2003_dir / "eng.testa"), format="conll")) == 3_250
     assert len(load_corpus(nlupp_dir, folds=[0, 1])) == 304  # both domains, folds 0 and 1

@@ -35,7 +35,8 @@ def test_detect_from_content(tmp_path: Path) -> None:
 def test_options_reach_the_reader(fixtures: Path) -> None:
     corpus = read_corpus(fixtures / "tiny.conll", tag_column=1, strict=True, scheme=None)
     assert corpus[0].tags[0] == "B-NNP"
-    assert read_corpus(fixtures / "tiny_absa.txt", polarity=True).labels() == ["NEG", "NEU", "POS"]
+    assert read_corpus(fixtures / "tiny_absa.txt", polarity=True).span_types() == [
+        "NEG", "NEU", "POS"]
     assert read_corpus(fixtures / "tiny.conllu", label_column="xpos")[1].tags[0] == "B-NNP"
     assert len(read_corpus(fixtures / "nlupp", domains=["hotels"], folds=[0])) == 2
 

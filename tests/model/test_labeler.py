@@ -116,7 +116,7 @@ def test_long_sentence_every_word_gets_a_state(tiny) -> None:
     # each word's state is the one it has inside its own window, encoded as a sentence
     from seqrep.encode.repeat import windows
 
-    lengths = [len(w) for w in lab.words(words)]
+    lengths = [len(w) for w in lab.encoder.words(words)]
     for start, end, owned in windows(lengths, 64, 16)[:3]:
         alone = lab.word_states([words[start:end]])[0]
         assert torch.allclose(states[owned], alone[[i - start for i in owned]], atol=1e-4)

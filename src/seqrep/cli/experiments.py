@@ -7,14 +7,14 @@ from pathlib import Path
 
 import typer
 
-from seqrep.bench import BenchConfig
+from seqrep.lab.bench import BenchConfig
 
 
 def grid(config: Path = typer.Argument(..., help="grid file (YAML)"),
          dry_run: bool = typer.Option(False, "--dry-run", help="list the runs, run nothing")
          ) -> None:
     """Run every model x dataset x strategy x seed of a grid not yet in its results store."""
-    from seqrep.grid import run_grid
+    from seqrep.lab.grid import run_grid
 
     statuses = run_grid(config, dry_run=dry_run, echo=typer.echo)
     done = sum(s["status"] == "done" for s in statuses)
@@ -30,7 +30,7 @@ def report(results: Path = typer.Argument(..., help="results store (JSONL)"),
                                              help="Markdown put at the top of results.md")
            ) -> None:
     """Markdown tables (mean, std, 95% CI over seeds), best settings and PNG plots."""
-    from seqrep.report import report as make
+    from seqrep.lab.report import report as make
 
     path = make(results, out, bench, notes)
     typer.echo(f"wrote {path}")
@@ -56,9 +56,9 @@ def bench(model: str = typer.Option(BenchConfig.model, "--model"),
           output: Path | None = typer.Option(None, "--output", "-o", help="write JSON here"),
           as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
     """Throughput, latency, padding waste, FLOPs and memory of the labeler's forward pass."""
-    from seqrep.bench import run_bench
     from seqrep.errors import ConfigError
     from seqrep.fileio import write_json
+    from seqrep.lab.bench import run_bench
 
     def ints(text: str, name: str) -> tuple[int, ...]:
         try:

@@ -1,18 +1,90 @@
-"""Help texts and defaults for CLI options come from the config dataclasses (one place each)."""
+"""Command-line options derived from the config dataclasses, so every field is reachable and
+each default and help text lives in one place (the field's ``metadata["help"]``).
+
+:func:`config_params` turns dataclass fields into typer options (``exit_layer`` becomes
+``--exit-layer``, booleans get ``--x/--no-x``); :func:`command` builds a typer command from such
+parameters and a body that receives them as one dict.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import typer
+
+Params = list[inspect.Parameter]
+
+
+def field_default(f: dataclasses.Field) -> Any:
+    """A dataclass field's default value (calling its factory)."""
+    return f.default if f.default is not dataclasses.MISSING else f.default_factory()
+
+
+def config_params(config: type, skip: Iterable[str] = (),
+                  short: dict[str, str] | None = None) -> Params:
+    """One keyword parameter with a ``typer.Option`` per field of ``config``.
+
+    Args:
+        config: a config dataclass (every field has a default and ``metadata["help"]``).
+        skip: fields the command sets itself.
+        short: extra flags by field name (``{"repetitions": "-r"}``).
+    """
+    hints = typing.get_type_hints(config)
+    out = []
+    for f in dataclasses.fields(config):
+        if f.name in skip:
+            continue
+        flag = f"--{f.name.replace('_', '-')}"
+        if hints[f.name] is bool:
+            flag = f"{flag}/--no-{flag[2:]}"
+        flags = [flag] + ([short[f.name]] if short and f.name in short else [])
+        default = field_default(f)
+        info = typer.Option(None if isinstance(default, list) and not default else default,
+                            *flags, help=f.metadata.get("help", ""), show_default=True)
+        out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=info,
+                                     annotation=hints[f.name]))
+    return out
+
+
+def config_values(config: type, values: dict[str, Any], skip: Iterable[str] = ()
+                  ) -> dict[str, Any]:
+    """The entries of ``values`` that are fields of ``config``; for optional string fields an
+    empty string means None (``--test-split ""``: no test split)."""
+    hints = typing.get_type_hints(config)
+    out = {}
+    for f in dataclasses.fields(config):
+        if f.name not in values or f.name in skip:
+            continue
+        v = values[f.name]
+        if v == "" and type(None) in typing.get_args(hints[f.name]):
+            v = None
+        if v is None and isinstance(field_default(f), list):
+            v = []
+        out[f.name] = v
+    return out
+
+
+def command(body: Callable[[dict[str, Any]], None], params: Sequence[inspect.Parameter],
+            doc: str) -> Callable[..., None]:
+    """A typer command with ``params`` whose values reach ``body`` as one dict."""
+    def run(**values: Any) -> None:
+        body(values)
+
+    run.__signature__ = inspect.Signature(list(params))  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    run.__doc__ = doc
+    run.__name__ = body.__name__
+    return run
 
 
 def option(config: type, name: str, *flags: str, **kw: Any) -> Any:
     """A ``typer.Option`` whose default and help are those of ``config``'s field ``name``."""
     f = {x.name: x for x in dataclasses.fields(config)}[name]
-    default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-    return typer.Option(default, *flags, help=f.metadata.get("help", ""), **kw)
+    return typer.Option(field_default(f), *flags, help=f.metadata.get("help", ""), **kw)
 
 
 def parse_label_map(items: list[str] | None) -> dict[str, str]:

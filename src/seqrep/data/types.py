@@ -97,13 +97,13 @@ class Corpus:
     def __getitem__(self, i: int) -> Sentence:
         return self.sentences[i]
 
-    def labels(self) -> list[str]:
+    def span_types(self) -> list[str]:
         """The sorted span labels (entity types) found in the corpus."""
         return sorted({s.label for sent in self.sentences for s in sent.spans})
 
     def tag_set(self) -> list[str]:
         """The IOB2 tag inventory: ``O`` first, then ``B-X``, ``I-X`` for each label X."""
-        return ["O"] + [f"{p}-{lab}" for lab in self.labels() for p in ("B", "I")]
+        return ["O"] + [f"{p}-{lab}" for lab in self.span_types() for p in ("B", "I")]
 
     def stats(self) -> dict[str, Any]:
         """Counts of sentences, tokens, spans and spans per label (the ``data stats`` keys)."""

@@ -20,6 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+SUBTOKEN_READS = ("first", "last", "mean")  # where in a copy a word is read
+COPY_READS = ("last", "mean")  # which copies are read
+
 
 @dataclass(frozen=True)
 class Segment:
@@ -54,9 +57,9 @@ class RepeatSpec:
     def __post_init__(self) -> None:
         if self.repetitions < 0:
             raise ValueError(f"repetitions must be >= 0, got {self.repetitions}")
-        if self.subtoken not in ("first", "last", "mean"):
+        if self.subtoken not in SUBTOKEN_READS:
             raise ValueError(f"subtoken must be first, last or mean, got {self.subtoken!r}")
-        if self.read not in ("last", "mean"):
+        if self.read not in COPY_READS:
             raise ValueError(f"read must be last or mean, got {self.read!r}")
         if self.max_subtokens < 1:
             raise ValueError(f"max_subtokens must be >= 1, got {self.max_subtokens}")

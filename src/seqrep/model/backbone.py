@@ -23,37 +23,36 @@ from seqrep.model.packaged import PACKAGED, resolve_packaged
 # Names of the final norm in base models (Llama/Mistral/Qwen/Gemma: norm; Phi: final_layernorm;
 # GPT-2/Falcon: ln_f; OPT: final_layer_norm).
 FINAL_NORM_NAMES = ("norm", "final_layernorm", "ln_f", "final_layer_norm", "norm_f")
-# Attention projections LoRA adapts by default (the paper: q, k, v, o).
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "query", "key", "value")
+
+
+@dataclass(frozen=True)
+class BackboneInfo:
+    """What a labeler needs to know about its loaded backbone, beside the module itself.
+
+    Attributes:
+        source: the local folder or hub id it was loaded from.
+        is_encoder: True for BERT-like bidirectional encoders.
+        total_layers: layers of the uncut model.
+        num_layers: layers actually present (the exit layer).
+        hidden_size: width of the states.
+        pad_id: id put on padding.
+    """
+
+    source: str
+    is_encoder: bool
+    total_layers: int
+    num_layers: int
+    hidden_size: int
+    pad_id: int = 0
 
 
 @dataclass
 class Backbone:
-    """A loaded, possibly cut, transformers base model and what we need to know about it.
-
-    Attributes:
-        model: the ``AutoModel`` (no LM head).
-        tokenizer: its tokenizer (pad token set).
-        source: the local folder or hub id it was loaded from.
-        is_encoder: True for BERT-like bidirectional encoders.
-        total_layers: layers of the uncut model.
-    """
+    """A loaded, possibly cut, transformers base model, its tokenizer and its facts."""
 
     model: nn.Module
     tokenizer: Any
-    source: str
-    is_encoder: bool
-    total_layers: int
-    pad_id: int = 0
-
-    @property
-    def num_layers(self) -> int:
-        """Layers actually present (the exit layer)."""
-        return len(layer_stack(self.model))
-
-    @property
-    def hidden_size(self) -> int:
-        return int(self.model.config.hidden_size)
+    info: BackboneInfo
 
 
 def resolve_source(name: str) -> str:
@@ -109,7 +108,9 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
         set_final_norm(model, nn.Identity())
     model.eval()
     is_encoder = config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES
-    return Backbone(model, tokenizer, source, is_encoder, total, pad_id)
+    info = BackboneInfo(source, is_encoder, total, len(layer_stack(model)),
+                        int(model.config.hidden_size), pad_id)
+    return Backbone(model, tokenizer, info)
 
 
 def pad_token_id(tokenizer: Any, vocab_size: int) -> int:
@@ -167,16 +168,6 @@ def set_final_norm(model: nn.Module, module: nn.Module) -> None:
     owner = final_norm_owner(model)
     if owner:
         setattr(owner[0], owner[1], module)
-
-
-def lora_targets(model: nn.Module) -> list[str]:
-    """Names of the attention projections to adapt, found by walking the modules."""
-    names = sorted({name.rsplit(".", 1)[-1] for name, m in model.named_modules()
-                    if isinstance(m, nn.Linear) and name.rsplit(".", 1)[-1] in LORA_TARGETS})
-    if not names:
-        raise ModelError(f"no attention projections named {', '.join(LORA_TARGETS)} in "
-                         f"{type(model).__name__}; pass explicit LoRA target modules")
-    return names
 
 
 @contextlib.contextmanager

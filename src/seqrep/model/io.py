@@ -24,6 +24,7 @@ from seqrep.config import LabelerConfig
 from seqrep.errors import ModelError
 from seqrep.fileio import atomic_dir, write_json
 from seqrep.model.backbone import quiet_transformers
+from seqrep.model.tuning import load_adapter
 
 if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler
@@ -33,7 +34,7 @@ def save_labeler(labeler: SequenceLabeler, path: Path) -> Path:
     """Write ``labeler`` to ``path`` atomically; returns the path."""
     with atomic_dir(path) as tmp, quiet_transformers():
         write_json(tmp / "config.json", {"seqrep_version": seqrep.__version__,
-                                         "total_layers": labeler.info.total_layers,
+                                         "total_layers": labeler.backbone_info.total_layers,
                                          "labeler": labeler.config.to_dict()})
         head = {k: v.detach().float().contiguous().cpu()
                 for k, v in labeler.head.state_dict().items()}
@@ -78,9 +79,7 @@ def load_labeler(cls: type[SequenceLabeler], path: Path) -> SequenceLabeler:
     labeler = cls(config.replace(finetune="frozen"), backbone)
     labeler.config = config
     if config.finetune == "lora":
-        from peft import PeftModel
-
-        labeler.backbone = PeftModel.from_pretrained(labeler.backbone, str(path / "adapter"))
+        labeler.backbone = load_adapter(labeler.backbone, path / "adapter")
     labeler.head.load_state_dict(load_file(str(path / "head.safetensors")))
     labeler.eval()
     return labeler

@@ -2,17 +2,20 @@
 
 Data flow for a batch of sentences::
 
-    words --WordTokenizer--> subtoken ids --encode_sentence--> segments (k copies, windows)
-          --collate--> Batch (B, T) --backbone (+ unmasked layers)--> hidden (B, T, H)
+    words --Encoder (seqrep.encode.pipeline)--> Batch (B, T) of k-fold repeated rows
+          --backbone (+ unmasked layers)--> hidden (B, T, H)
           --pool reads of the last copy--> word states (W, H) --head--> logits (W, labels)
 
 r = 0 runs exactly the same code with one copy, so every comparison changes one thing.
+A forward pass keeps its masks and captured states in local (per-thread) state, so several
+threads may run passes through one labeler at once.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +23,14 @@ import torch
 from torch import nn
 
 from seqrep.config import LabelerConfig
-from seqrep.encode.align import WordTokenizer
-from seqrep.encode.batch import MAX_TOKENS, Batch, collate, length_batches
-from seqrep.encode.repeat import RepeatSpec, Segment, encode_sentence
+from seqrep.encode.batch import MAX_TOKENS, Batch
+from seqrep.encode.pipeline import Encoder, Item
+from seqrep.encode.repeat import Segment
 from seqrep.errors import ConfigError
-from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone, lora_targets
+from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone
 from seqrep.model.head import TokenHead
 from seqrep.model.masks import Unmasker, unmasked_layers
+from seqrep.model.tuning import prepare_backbone
 
 
 class SequenceLabeler(nn.Module):
@@ -37,25 +41,20 @@ class SequenceLabeler(nn.Module):
 
     def __init__(self, config: LabelerConfig, backbone: Backbone) -> None:
         super().__init__()
+        info = backbone.info
         self.config = config
-        self.backbone = backbone.model
+        self.backbone_info = info
+        self.backbone = backbone.model  # registered before the head: parameter order
         self.tokenizer = backbone.tokenizer
-        self.info = backbone
-        if backbone.is_encoder and config.unmask != "none":
+        if info.is_encoder and config.unmask != "none":
             raise ConfigError(f"unmask={config.unmask!r} applies to decoders; {config.model} "
                               f"is an encoder and attends both ways already")
-        self.words = WordTokenizer(self.tokenizer)
-        self.spec = self._repeat_spec()
-        self.layers_unmasked = unmasked_layers(config.unmask, backbone.num_layers)
-        self.unmasker = Unmasker(layer_stack(self.backbone), self.layers_unmasked,
-                                 self.backbone.config)
-        self.head = TokenHead(backbone.hidden_size, max(len(config.labels), 1), config.dropout)
-        if config.finetune == "lora":
-            self._add_lora()
-        elif config.finetune == "frozen":
-            self.backbone.requires_grad_(False)
-        elif not config.train_embeddings:
-            self.backbone.get_input_embeddings().requires_grad_(False)
+        self.encoder = Encoder(self.tokenizer, config, info.pad_id)
+        self.layers_unmasked = unmasked_layers(config.unmask, info.num_layers)
+        self.unmasker = Unmasker(layer_stack(backbone.model), self.layers_unmasked,
+                                 backbone.model.config)
+        self.head = TokenHead(info.hidden_size, max(len(config.labels), 1), config.dropout)
+        self.backbone = prepare_backbone(self.backbone, config)  # after the head's init
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -92,57 +91,29 @@ class SequenceLabeler(nn.Module):
 
         return save_labeler(self, Path(path))
 
-    def _repeat_spec(self) -> RepeatSpec:
-        tok, c = self.tokenizer, self.config
-        prefix, suffix = list(self.words.prefix), list(self.words.suffix)
-        if c.bos == "no":
-            prefix, suffix = [], []
-        elif c.bos == "yes" and tok.bos_token_id is not None and tok.bos_token_id not in prefix:
-            prefix = [tok.bos_token_id] + prefix
-        if c.separator == "none":
-            sep: list[int] = []
-        elif c.separator == "bos":
-            if tok.bos_token_id is None:
-                raise ConfigError(f"separator='bos' but {c.model} has no BOS token")
-            sep = [tok.bos_token_id]
-        else:
-            sep = tok(c.separator, add_special_tokens=False)["input_ids"]
-        return RepeatSpec(c.repetitions, tuple(prefix), tuple(suffix), tuple(sep), c.subtoken,
-                          c.read, c.max_subtokens)
-
-    def _add_lora(self) -> None:
-        from peft import LoraConfig, get_peft_model
-
-        c = self.config
-        lora = LoraConfig(r=c.lora_rank, lora_alpha=c.lora_alpha, lora_dropout=c.lora_dropout,
-                          target_modules=lora_targets(self.backbone))
-        # LoRA wraps the backbone alone, so the head stays a plain, fully trained layer.
-        self.backbone = get_peft_model(self.backbone, lora)
-
     # ----------------------------------------------------------------- encoding
     @property
     def label2id(self) -> dict[str, int]:
         return {t: i for i, t in enumerate(self.config.labels)}
 
+    @property
+    def spec(self):  # noqa: ANN201 - the RepeatSpec
+        """The repetition layout (k copies, what is read)."""
+        return self.encoder.spec
+
     def encode(self, sentence: Sequence[str]) -> list[Segment]:
         """The segments (model rows) of one sentence."""
-        return encode_sentence(self.words(sentence), self.spec, leads=self.words.leads(sentence))
+        return self.encoder.segments(sentence)
 
     def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                max_tokens: int | None = MAX_TOKENS
-                ) -> Iterator[tuple[Batch, list[tuple[int, Segment]]]]:
+                max_tokens: int | None = MAX_TOKENS) -> Iterator[tuple[Batch, list[Item]]]:
         """Length-sorted batches over all segments of ``sentences``: at most ``batch_size``
         rows and ``max_tokens`` padded tokens each, so little compute goes to padding.
 
         Yields:
-            ``(batch, members)`` where members are ``(sentence index, segment)`` in row order.
+            ``(batch, items)``: the items (sentence index, segment) in row order.
         """
-        items = [(i, seg) for i, s in enumerate(sentences) for seg in self.encode(s)]
-        pad = self.info.pad_id
-        for idx in length_batches([len(seg) for _, seg in items], batch_size,
-                                  max_tokens=max_tokens):
-            members = [items[j] for j in idx]
-            yield collate([seg for _, seg in members], pad, self.config.padding_side), members
+        return self.encoder.batches(sentences, batch_size, max_tokens)
 
     # ----------------------------------------------------------------- forward
     @property
@@ -173,9 +144,12 @@ class SequenceLabeler(nn.Module):
             if not 1 <= layer <= len(stack):
                 raise ConfigError(f"layer {layer} not in 1..{len(stack)} (the exit layer)")
 
+        owner = threading.get_ident()
+
         def grab(layer: int):  # noqa: ANN202
             def hook(module: nn.Module, args: tuple, output: Any) -> None:
-                into[layer] = output[0] if isinstance(output, tuple) else output
+                if threading.get_ident() == owner:  # not another thread's pass
+                    into[layer] = output[0] if isinstance(output, tuple) else output
             return hook
 
         handles = [stack[layer - 1].register_forward_hook(grab(layer)) for layer in layers]
@@ -199,36 +173,40 @@ class SequenceLabeler(nn.Module):
 
     # ----------------------------------------------------------------- per sentence
     @torch.no_grad()
-    def _per_sentence(self, sentences: Sequence[Sequence[str]], fn: Any,
-                      batch_size: int, max_tokens: int | None = MAX_TOKENS
-                      ) -> list[torch.Tensor]:
-        was_training = self.training
-        self.eval()
+    def map_words(self, sentences: Sequence[Sequence[str]],
+                  fn: Callable[[Batch], torch.Tensor], batch_size: int = 32,
+                  max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
+        """Run ``fn`` (a batch -> ``(W, ...)`` per-word rows) over ``sentences`` in inference
+        mode and reassemble one ``(words, ...)`` tensor per sentence, in input order.
+
+        Dropout is off inside (the module's own training flag is left as it is, so a pass
+        from another thread never flips it).
+        """
         out: list[torch.Tensor | None] = [None] * len(sentences)
-        try:
-            for batch, members in self.batches(sentences, batch_size, max_tokens):
+        with _inference(self):
+            for batch, items in self.batches(sentences, batch_size, max_tokens):
                 rows = fn(batch.to(self.device))  # (W, ...)
                 k = 0
-                for i, seg in members:
-                    if out[i] is None:
-                        out[i] = rows.new_zeros((len(sentences[i]),) + rows.shape[1:])
-                    out[i][list(seg.words)] = rows[k : k + len(seg.words)]
-                    k += len(seg.words)
-        finally:
-            self.train(was_training)
+                for it in items:
+                    words = it.segment.words
+                    if out[it.sentence] is None:
+                        out[it.sentence] = rows.new_zeros((len(sentences[it.sentence]),)
+                                                          + rows.shape[1:])
+                    out[it.sentence][list(words)] = rows[k : k + len(words)]
+                    k += len(words)
         shape = next((o.shape[1:] for o in out if o is not None), ())
         return [o if o is not None else torch.zeros((0, *shape)) for o in out]
 
     def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
                     max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
         """One ``(words, H)`` tensor of exit-layer states per sentence."""
-        return self._per_sentence(sentences, lambda b: self.pool(self.hidden(b)[0], b).float(),
+        return self.map_words(sentences, lambda b: self.pool(self.hidden(b)[0], b).float(),
                                   batch_size, max_tokens)
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
                     max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
         """One ``(words, num_labels)`` tensor of logits per sentence."""
-        return self._per_sentence(sentences, self.forward, batch_size, max_tokens)
+        return self.map_words(sentences, self.forward, batch_size, max_tokens)
 
     def layer_states(self, sentences: Sequence[Sequence[str]], layers: Sequence[int],
                      batch_size: int = 32, max_tokens: int | None = MAX_TOKENS
@@ -251,4 +229,19 @@ class SequenceLabeler(nn.Module):
             states = [last if x == n else norm(captured[x]) for x in layers]
             return torch.stack([self.pool(h, batch) for h in states], dim=1).float()
 
-        return self._per_sentence(sentences, fn, batch_size, max_tokens)
+        return self.map_words(sentences, fn, batch_size, max_tokens)
+
+
+@contextlib.contextmanager
+def _inference(labeler: SequenceLabeler) -> Iterator[None]:
+    """Eval mode for the pass. A labeler already in eval mode is left untouched, so concurrent
+    inference threads never write the shared training flag; one in training mode (evaluation
+    during training, single-threaded) is switched to eval and back."""
+    if not labeler.training:
+        yield
+        return
+    labeler.eval()
+    try:
+        yield
+    finally:
+        labeler.train()

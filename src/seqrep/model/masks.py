@@ -12,6 +12,7 @@ layers keep their window, symmetric: ``|i - j| < window`` (Gemma's bidirectional
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator, Sequence
 
 import torch
@@ -31,24 +32,22 @@ def middle_layers(n: int) -> list[int]:
 
 
 def unmasked_layers(unmask: str | Sequence[int], n: int) -> list[int]:
-    """Resolve an ``unmask`` setting to sorted layer indices for an ``n``-layer stack."""
-    if isinstance(unmask, str):
-        if unmask == "none":
-            return []
-        if unmask == "full":
-            return list(range(n))
-        if unmask == "middle":
-            return middle_layers(n)
-        try:
-            unmask = [int(x) for x in unmask.split(",") if x.strip()]
-        except ValueError:
-            raise ConfigError(f"unmask={unmask!r}: expected none, full, middle or a comma-"
-                              f"separated list of layer indices") from None
-    layers = sorted(set(int(i) for i in unmask))
-    bad = [i for i in layers if not 0 <= i < n]
+    """Resolve an ``unmask`` setting (see :func:`seqrep.config.parse_unmask`) to sorted layer
+    indices of an ``n``-layer stack."""
+    from seqrep.config import parse_unmask
+
+    value = parse_unmask(unmask) if isinstance(unmask, str) else tuple(sorted(set(unmask)))
+    if value == "none":
+        return []
+    if value == "full":
+        return list(range(n))
+    if value == "middle":
+        return middle_layers(n)
+    bad = [i for i in value if not 0 <= i < n]
     if bad:
-        raise ConfigError(f"unmask layers {bad} do not exist: the model has layers 0..{n - 1}")
-    return layers
+        raise ConfigError(f"unmask layers {list(bad)} do not exist: the model has layers "
+                          f"0..{n - 1}")
+    return list(value)
 
 
 def layer_windows(config: object, n: int) -> list[int | None]:
@@ -83,6 +82,9 @@ def bidirectional_mask(attention_mask: torch.Tensor, dtype: torch.dtype,
 class Unmasker:
     """Makes chosen layers bidirectional for the forward passes run inside :meth:`active`.
 
+    The batch's padding and the masks built from it live in thread-local state, so several
+    threads may run forward passes through the same model at once.
+
     Args:
         layers: the model's layer stack.
         unmasked: indices of the layers to make bidirectional.
@@ -96,15 +98,14 @@ class Unmasker:
             raise ConfigError(f"attn_implementation={impl!r} accepts only 2-D padding masks, "
                               f"so layers cannot be unmasked; use sdpa or eager")
         self._windows = layer_windows(config, len(layers))
-        self._padding: torch.Tensor | None = None
-        self._masks: dict[int | None, torch.Tensor] = {}
-        self.calls = 0
+        self._local = threading.local()  # .padding, .masks and .calls of this thread's pass
         self._handles = [layers[i].register_forward_pre_hook(self._hook(i), with_kwargs=True)
                          for i in self.unmasked]
 
     def _hook(self, index: int):  # noqa: ANN202 - a torch hook
         def hook(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-            if self._padding is None:
+            state = self._local
+            if getattr(state, "padding", None) is None:
                 raise ModelError("an unmasked layer ran outside Unmasker.active(); the "
                                  "bidirectional mask needs the batch's padding mask")
             if "attention_mask" not in kwargs:
@@ -112,10 +113,10 @@ class Unmasker:
                                  f"attention_mask keyword, so it cannot be unmasked")
             hidden = args[0] if args else kwargs["hidden_states"]
             window = self._windows[index]
-            if window not in self._masks:
-                self._masks[window] = bidirectional_mask(self._padding, hidden.dtype, window)
-            kwargs["attention_mask"] = self._masks[window]
-            self.calls += 1
+            if window not in state.masks:
+                state.masks[window] = bidirectional_mask(state.padding, hidden.dtype, window)
+            kwargs["attention_mask"] = state.masks[window]
+            state.calls += 1
             return args, kwargs
 
         return hook
@@ -128,13 +129,15 @@ class Unmasker:
             ModelError: if an unmasked layer was not reached (the hook never fired), which
                 would mean the model silently stayed causal.
         """
-        self._padding, self._masks, before = attention_mask, {}, self.calls
+        state = self._local
+        state.padding, state.masks, state.calls = attention_mask, {}, 0
         try:
             yield
         finally:
-            self._padding, self._masks = None, {}
-        if self.unmasked and self.calls - before < len(self.unmasked):
-            raise ModelError(f"only {self.calls - before} of {len(self.unmasked)} unmasked "
+            calls = state.calls
+            state.padding, state.masks = None, {}
+        if self.unmasked and calls < len(self.unmasked):
+            raise ModelError(f"only {calls} of {len(self.unmasked)} unmasked "
                              f"layers ran; the model did not call its layers as expected")
 
     def remove(self) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.fileio import write_text
-from seqrep.results import read_records
+from seqrep.lab.results import read_records
 
 
 def summarize(values: Iterable[float]) -> dict[str, float | int | None]:

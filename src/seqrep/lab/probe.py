@@ -15,12 +15,12 @@ from typing import Any
 import torch
 
 from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.data.splits import load_data, tag_inventory
 from seqrep.data.types import Sentence
 from seqrep.decode import decode
 from seqrep.evaluate import check_labels, score
 from seqrep.fileio import write_json
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.train import load_data, tag_inventory
 
 
 def features(labeler: SequenceLabeler, sentences: list[Sentence], layers: list[int],
@@ -92,7 +92,7 @@ def run_probe(labeler_config: LabelerConfig, train_config: TrainConfig, layers: 
     if layers:
         cfg = cfg.replace(exit_layer=max(layers))
     labeler = SequenceLabeler.from_model(**cfg.to_dict())
-    layers = list(layers) or list(range(1, labeler.info.num_layers + 1))
+    layers = list(layers) or list(range(1, labeler.backbone_info.num_layers + 1))
     start = time.perf_counter()
     bs = train_config.eval_batch_size
     x_train = features(labeler, data.train, layers, bs)

@@ -35,7 +35,7 @@ from typing import Any
 
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.errors import ConfigError
-from seqrep.results import append_record, environment, read_records
+from seqrep.lab.results import append_record, environment, read_records
 
 LABELER_KEYS = {f.name for f in dataclasses.fields(LabelerConfig)}
 TRAIN_KEYS = {f.name for f in dataclasses.fields(TrainConfig)}
@@ -149,13 +149,17 @@ def load_spec(path: str | Path) -> dict[str, Any]:
 
 def execute(run: GridRun, folder: Path) -> dict[str, Any]:
     """Run one grid entry in this process; returns its measurements (used in a child)."""
+    import os
     import resource
+
+    import torch
 
     from seqrep.train import train
 
+    torch.set_num_threads(run.train.threads or os.cpu_count() or 1)
     start = time.time()
     if run.probe_layers is not None:
-        from seqrep.probe import run_probe
+        from seqrep.lab.probe import run_probe
 
         metrics = run_probe(run.labeler, run.train, list(run.probe_layers), folder)
     else:

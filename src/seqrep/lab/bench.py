@@ -152,7 +152,7 @@ def _authors_way(lab: Any, words: list[list[str]], bs: int, max_tokens: int | No
     from seqrep.model.backbone import get_final_norm
 
     norm = get_final_norm(lab.backbone)
-    n = lab.info.num_layers
+    n = lab.backbone_info.num_layers
 
     def fn(batch: Any) -> torch.Tensor:
         out = lab.backbone(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
@@ -162,7 +162,7 @@ def _authors_way(lab: Any, words: list[list[str]], bs: int, max_tokens: int | No
         h = h if layer == n else norm(h)  # the last entry is already normed
         return lab.pool(h, batch).float()
 
-    return lab._per_sentence(words, fn, bs, max_tokens)
+    return lab.map_words(words, fn, bs, max_tokens)
 
 
 def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:

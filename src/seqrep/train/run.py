@@ -1,0 +1,137 @@
+"""``train``: one function over config objects that trains, selects and tests a labeler.
+
+Run folder (``output``)::
+
+    run.json      the resolved configuration (labeler + training)
+    best/         the best model by validation micro-F1 (``SequenceLabeler.from_pretrained``)
+    checkpoint/   the latest resumable state (see :mod:`seqrep.train.checkpoint`)
+    log.jsonl     one line per evaluation
+    metrics.json  the final report: best validation scores, test scores, times
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.data.splits import load_data, tag_inventory
+from seqrep.errors import SeqrepError
+from seqrep.evaluate import check_labels
+from seqrep.fileio import write_json
+from seqrep.model.labeler import SequenceLabeler
+from seqrep.train.loop import Trainer
+
+
+def prepare_output(output: Path, overwrite: bool, resume: bool) -> None:
+    """Refuse to clobber another run unless asked."""
+    if resume:
+        if not (output / "run.json").exists():
+            raise SeqrepError(f"{output}: nothing to resume (no run.json)")
+        return
+    if output.exists() and any(output.iterdir()):
+        if not overwrite:
+            raise SeqrepError(f"{output} exists and is not empty; pass --overwrite to replace "
+                              f"it or --resume to continue the run in it")
+        shutil.rmtree(output)
+    output.mkdir(parents=True, exist_ok=True)
+
+
+@contextlib.contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Seed torch's default generator for the block and give the caller's state back after,
+    so a run is reproducible without changing the random state of the program around it."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
+def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str | Path,
+          overwrite: bool = False, resume: bool = False, quiet: bool = False,
+          reader_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Train a labeler, keep the best model by validation F1, evaluate it on the test split.
+
+    Args:
+        labeler_config: the model to build (``labels`` empty: taken from the data).
+        train_config: data and optimisation settings.
+        output: the run folder.
+        overwrite: replace an existing run folder.
+        resume: continue the run in ``output`` from its checkpoint (its saved configuration
+            wins over the given one).
+        quiet: no progress bar or evaluation lines.
+        reader_options: options for the dataset reader (``tag_column`` ...).
+
+    Returns:
+        The metrics written to ``metrics.json`` (``status`` is ``interrupted`` when
+        ``max_steps`` stopped the run early).
+    """
+    output = Path(output)
+    if resume and (output / "metrics.json").exists():
+        return json.loads((output / "metrics.json").read_text(encoding="utf-8"))  # done already
+    prepare_output(output, overwrite, resume)
+    if resume:
+        saved = json.loads((output / "run.json").read_text(encoding="utf-8"))
+        labeler_config = LabelerConfig.from_dict(saved["labeler"])
+        train_config = TrainConfig.from_dict(saved["train"]).replace(
+            max_steps=train_config.max_steps)
+        reader_options = saved.get("reader_options") or {}
+    data = load_data(train_config, reader_options)
+    if not data.train:
+        raise SeqrepError(f"{train_config.dataset}: no training sentences")
+    if not labeler_config.labels:
+        labeler_config = labeler_config.replace(
+            labels=tag_inventory(data.train + data.eval + data.test))
+    data.eval = check_labels(data.eval, labeler_config.labels, "the validation split")
+    data.test = check_labels(data.test, labeler_config.labels, "the test split")
+    if not quiet:
+        print(f"training {labeler_config.model} (r={labeler_config.repetitions}, "
+              f"unmask={labeler_config.unmask}, exit_layer={labeler_config.exit_layer}, "
+              f"finetune={labeler_config.finetune}) on {len(data.train)} sentences of "
+              f"{train_config.dataset} -> {output}", flush=True)
+    with seeded(train_config.seed):
+        trainer = Trainer(labeler_config, train_config, output, data, quiet)
+        if not resume:
+            write_json(output / "run.json", {"labeler": labeler_config.to_dict(),
+                                             "train": train_config.to_dict(),
+                                             "reader_options": reader_options or {},
+                                             "train_sentences": len(data.train),
+                                             "eval_sentences": len(data.eval)})
+        if resume and (output / "checkpoint" / "state.json").exists():
+            trainer.restore()
+        state = trainer.run()
+        if state.epoch < train_config.epochs and not state.done:
+            return {"status": "interrupted", "step": state.step}
+        return finish(trainer)
+
+
+def finish(trainer: Trainer) -> dict[str, Any]:
+    """Evaluate the best model on the test split and write ``metrics.json``."""
+    from seqrep.evaluate import evaluate
+
+    output, s = trainer.output, trainer.state
+    if s.best is None:
+        trainer.evaluate_and_select()
+    trainable = sum(q.numel() for q in trainer.labeler.parameters() if q.requires_grad)
+    trainer.labeler = trainer.optimizer = None  # free before reloading
+    gc.collect()
+    best = SequenceLabeler.from_pretrained(output / "best")
+    metrics: dict[str, Any] = {
+        "status": "finished", "validation": s.best, "decoding": best.config.decoding,
+        "train_seconds": round(s.train_seconds, 2), "steps": s.step,
+        "train_tokens": s.tokens, "train_sentences": len(trainer.data.train),
+        "trainable_parameters": trainable}
+    if trainer.data.test:
+        metrics["test"] = evaluate(best, trainer.data.test, batch_size=trainer.cfg.eval_batch_size)
+        if not trainer.quiet:
+            print(f"test F1 {metrics['test']['f1'] * 100:.2f} ({best.config.decoding} decoding, "
+                  f"{metrics['test']['sentences']} sentences)", flush=True)
+    write_json(output / "metrics.json", metrics)
+    shutil.rmtree(output / "checkpoint", ignore_errors=True)  # the run is complete
+    return metrics

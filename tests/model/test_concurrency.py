@@ -1,0 +1,54 @@
+"""One labeler, several threads: forward passes keep their masks and captures to themselves."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+from support import SENTENCES
+
+from seqrep.model.labeler import SequenceLabeler
+
+LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+def test_concurrent_passes_equal_sequential(tiny, family: str) -> None:
+    """Two threads, different batches (and one probing layers), results equal to sequential.
+
+    ``unmask="middle"`` makes the unmasked layers' hooks swap in each batch's own padding
+    mask; if the padding lived on the shared object, one thread's batch would be masked with
+    the other's (shapes differ, or the wrong words are hidden)."""
+    lab = SequenceLabeler.from_model(tiny(family, 6), labels=LABELS, repetitions=1,
+                                     unmask="middle", finetune="frozen").eval()
+    short = [s[:2] for s in SENTENCES] * 3
+    long = [s + s for s in SENTENCES] * 3
+    jobs = {"a": lambda: lab.word_logits(short, batch_size=2),
+            "b": lambda: lab.word_logits(long, batch_size=3),
+            "c": lambda: lab.layer_states(long[:4], layers=[1, 3, 6], batch_size=1)}
+    expected = {k: fn() for k, fn in jobs.items()}
+    got: dict[str, list] = {k: [] for k in jobs}
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(len(jobs))
+
+    def work(name: str) -> None:
+        try:
+            barrier.wait()
+            for _ in range(4):
+                got[name].append(jobs[name]())
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for name, runs in got.items():
+        assert len(runs) == 4
+        for run in runs:
+            for a, b in zip(run, expected[name]):
+                assert torch.allclose(a, b, atol=1e-5), name
+    assert not lab.training  # inference never flipped the shared flag

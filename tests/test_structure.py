@@ -1,0 +1,79 @@
+"""The structure the features build on: strategies validated in the config, before any weight
+is loaded; the CLI reaches every config field; the learning rate is a function of the step."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from seqrep.cli.app import app
+from seqrep.config import LabelerConfig, TrainConfig, parse_unmask
+from seqrep.errors import ConfigError
+from seqrep.train.state import TrainState, lr_factor
+
+
+@pytest.mark.parametrize("bad", ["midle", "0,x", "", "-1", "1,-2"])
+def test_unmask_is_validated_in_the_config(bad: str) -> None:
+    with pytest.raises(ConfigError, match="unmask"):
+        LabelerConfig(unmask=bad)
+
+
+def test_unmask_values() -> None:
+    assert parse_unmask("middle") == "middle"
+    assert parse_unmask("5, 0,3,3") == (0, 3, 5)
+
+
+def test_bad_strategy_fails_before_loading(monkeypatch) -> None:
+    """A typo in a strategy stops before the backbone loader is ever called."""
+    from seqrep.model import labeler as module
+
+    def boom(*a, **k):  # noqa: ANN002, ANN003
+        raise AssertionError("weights were loaded")
+
+    monkeypatch.setattr(module, "load_backbone", boom)
+    for options in ({"unmask": "midle"}, {"read": "first"}, {"subtoken": "middle"},
+                    {"repetitions": -1}, {"exit_layer": 0}):
+        with pytest.raises(ConfigError):
+            module.SequenceLabeler.from_model("anything", labels=["O"], **options)
+
+
+def test_cli_train_reaches_every_config_field() -> None:
+    """Every LabelerConfig and TrainConfig field is a `seqrep train` option, with the field's
+    own default (LabelerConfig.decoding is set by training, from TrainConfig.decoding)."""
+    from seqrep.cli.train import _params
+
+    params = {p.name: p.default for p in _params()}
+    for config, skip in ((LabelerConfig, {"decoding"}), (TrainConfig, set())):
+        for f in dataclasses.fields(config):
+            if f.name in skip:
+                continue
+            assert f.name in params, f.name
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            if default != []:
+                assert params[f.name].default == default, f.name
+    help_text = CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "200"}).output
+    for flag in ("--padding-side", "--subset-seed", "--eval-batch-size", "--train-split",
+                 "--dropout", "--separator", "--no-final-norm", "--dtype", "--labels"):
+        assert flag in help_text, flag
+
+
+def test_lr_is_a_function_of_the_step() -> None:
+    """Linear warm-up then linear decay, equal to torch's LambdaLR over the same steps."""
+    total, warmup = 20, 0.2
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([p], lr=0.5)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total, warmup))
+    for step in range(total):
+        assert opt.param_groups[0]["lr"] == 0.5 * lr_factor(step, total, warmup)
+        opt.step()
+        sched.step()
+    assert lr_factor(0, total, warmup) == 1 / 4 and lr_factor(4, total, warmup) == 1.0
+    assert lr_factor(total, total, warmup) == 0.0
+
+
+def test_train_state_round_trip() -> None:
+    state = TrainState(epoch=1, step=7, best_f1=0.5, best={"step": 5}, tokens=99)
+    assert TrainState.from_dict({**state.to_dict(), "unknown": 1}) == state
