@@ -1,8 +1,11 @@
 """The results store: one JSON line per finished run, safe against concurrent writers.
 
-Appends take an exclusive ``flock`` and write a whole line with one ``write`` call; a reader
-skips a final line left incomplete by a crash (and says so), so a partial write never
-corrupts the records before it.
+Appends take an exclusive ``flock`` and write a whole line with one ``write`` call, starting on
+a fresh line if a crashed writer left the file without a final newline. The reader works on bytes:
+it splits on ``b"\n"`` only (``json.dumps`` escapes ``\n`` and ``\r`` inside strings, but with
+``ensure_ascii=False`` writes U+0085, U+2028 and U+2029 raw, which ``str.splitlines`` would take
+for line breaks) and decodes each line on its own, so a line cut in the middle of a multi-byte
+character by a killed writer loses that record only, never the ones before or after it.
 """
 
 from __future__ import annotations
@@ -38,18 +41,42 @@ def append_record(path: str | Path, record: dict[str, Any]) -> None:
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """All complete records; malformed lines (a crash mid-write) are skipped with a warning."""
+    """All complete records of a results store, in file order.
+
+    A line that is not UTF-8, not JSON or not a JSON object (a writer killed mid-record) is
+    skipped; if any are, one warning says how many and where the first one is. Blank lines are
+    ignored, and a complete last line without a newline is kept.
+
+    Args:
+        path: the store; a missing file has no records.
+
+    Returns:
+        the records, as dicts.
+    """
     path = Path(path)
     if not path.exists():
         return []
-    out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
+    data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):  # a byte-order mark from an editor
+        data = data[3:]
+    out: list[dict[str, Any]] = []
+    skipped: list[int] = []
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
             continue
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            warnings.warn(f"{path}:{n}: skipping an incomplete record", stacklevel=2)
+            record = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            record = None
+        if isinstance(record, dict):
+            out.append(record)
+        else:
+            skipped.append(n)
+    if skipped:
+        lines = "1 line" if len(skipped) == 1 else f"{len(skipped)} lines"
+        warnings.warn(f"{path}: skipped {lines} holding no complete record (an incomplete "
+                      f"record from a writer killed mid-write?); the first is line {skipped[0]}",
+                      stacklevel=2)
     return out
 
 
