@@ -74,7 +74,8 @@ def test_alignment(tmp_path: Path) -> None:
     ({"text": "abc", "spans": {"start": 0}}, r"x\.jsonl:2: \"spans\" must be a list"),
     ({"tokens": ["a", "b"], "tags": ["O"]}, r"x\.jsonl:2: 2 tokens but 1 tags"),
     ({"tokens": ["a"], "tags": "O"}, r"x\.jsonl:2: \"tokens\" and \"tags\" must both be lists"),
-    ({"tokens": ["a", ""], "tags": ["O", "O"]}, r"x\.jsonl:2: tokens and tags must be non-empty"),
+    ({"tokens": ["a", ""], "tags": ["O", "O"]},
+     r"x\.jsonl:2: token 1 is \"\"; expected a non-empty string"),
     ({"words": ["a"]}, r"x\.jsonl:2: expected an object with \"tokens\" and \"tags\""),
     ([1, 2], r"x\.jsonl:2: expected an object"),
     ('{"text": "abc",', r"x\.jsonl:2: invalid JSON"),
@@ -93,3 +94,57 @@ def test_empty_and_non_utf8(tmp_path: Path) -> None:
     path.write_bytes(b'{"tokens": ["ok"], "tags": ["O"]}\n{"text": "caf\xe9", "spans": []}\n')
     with pytest.raises(DataError, match=r"x\.jsonl:2: not valid UTF-8"):
         read_jsonl(path)
+
+
+@pytest.mark.parametrize("record, pattern", [
+    # an empty label would become the tag "B-", which no scheme reads
+    ({"text": "abc", "spans": [{"start": 0, "end": 3, "label": ""}]},
+     r"x\.jsonl:2: span 0 has an empty label; expected a non-empty string"),
+    # booleans are JSON's true/false, not offsets (Python counts True as 1)
+    ({"text": "abc", "spans": [{"start": True, "end": 3, "label": "X"}]},
+     r"x\.jsonl:2: span 0 field \"start\" is true; expected an integer character offset"),
+    ({"text": "abc", "spans": [{"start": 0, "end": False, "label": "X"}]},
+     r"x\.jsonl:2: span 0 field \"end\" is false; expected an integer"),
+    ({"text": "abc", "spans": [{"start": 0.0, "end": 3, "label": "X"}]},
+     r"x\.jsonl:2: span 0 field \"start\" is 0\.0; expected an integer"),
+    ({"text": "abc", "spans": [{"start": 0, "end": 3, "label": 7}]},
+     r"x\.jsonl:2: span 0 field \"label\" is 7; expected a non-empty string"),
+    ({"text": "abc", "spans": ["X"]}, r"x\.jsonl:2: span 0 is \"X\"; expected \{"),
+    ({"tokens": ["a", 5], "tags": ["O", "O"]},
+     r"x\.jsonl:2: token 1 is 5; expected a non-empty string"),
+    ({"tokens": ["a", " "], "tags": ["O", "O"]},
+     r"x\.jsonl:2: token 1 is \" \"; expected a non-empty string"),
+    ({"tokens": ["a"], "tags": [None]}, r"x\.jsonl:2: tag 0 is null; expected a non-empty"),
+    ({"tokens": ["a"], "tags": ["B-"]}, r"x\.jsonl:2: tag 'B-' has an empty label"),
+    ({"tokens": ["a", "b"], "tags": ["O", "I-"]}, r"x\.jsonl:2: tag 'I-' has an empty label"),
+    ({"tokens": "ab", "tags": ["O", "O"]}, r"x\.jsonl:2: \"tokens\" and \"tags\" must both be"),
+    ({"tokens": ["a"], "tags": ["O"], "text": 5}, r"x\.jsonl:2: \"text\" is 5; expected a string"),
+    ({"tokens": ["a"], "tags": ["O"], "doc_id": [1]},
+     r"x\.jsonl:2: \"doc_id\" is \[1\]; expected a string"),
+    ({"tokens": ["a"], "tags": ["O"], "id": {"a": 1}},
+     r"x\.jsonl:2: \"id\" is \{\"a\": 1\}; expected a string or an integer"),
+    ('[' * 100_000, r"x\.jsonl:2: invalid JSON \(nested too deeply"),
+    ('{"text": "a", "spans": ' + "[" * 100_000 + "]" * 100_000 + "}",
+     r"x\.jsonl:2: invalid JSON \(nested too deeply"),
+])
+def test_wrong_types_name_the_line_and_field(tmp_path: Path, record: object, pattern: str) -> None:
+    path = write(tmp_path, {"tokens": ["ok"], "tags": ["O"]}, record)
+    with pytest.raises(DataError, match=pattern):
+        read_jsonl(path)
+
+
+def test_ids_and_null_fields_are_kept(tmp_path: Path) -> None:
+    path = write(tmp_path, {"tokens": ["a"], "tags": ["O"], "id": 7, "doc_id": None},
+                 {"text": "b", "spans": [], "id": "x", "doc_id": "d"})
+    first, second = read_jsonl(path)
+    assert (first.meta["id"], first.doc_id, second.meta["id"], second.doc_id) == (7, None, "x", "d")
+
+
+def test_a_file_without_words_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, {"tokens": [], "tags": []}, {"text": " ", "spans": []})
+    with pytest.raises(DataError, match=r"x\.jsonl: no sentence has words \(2 records, all "
+                                        r"empty\); expected at least one word"):
+        read_jsonl(path)
+    # one empty record among others is kept (callers drop empty sentences)
+    path = write(tmp_path, {"tokens": [], "tags": []}, {"tokens": ["a"], "tags": ["O"]})
+    assert [len(s) for s in read_jsonl(path)] == [0, 1]

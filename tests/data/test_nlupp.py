@@ -72,6 +72,60 @@ def test_errors(tmp_path: Path, content: str, pattern: str) -> None:
         read_nlupp(tmp_path)
 
 
+@pytest.mark.parametrize("content, pattern", [
+    ('[{"text": "hi", "slots": ["x"]}]',
+     r"fold0\.json: example \[0\]: \"slots\" is \[\"x\"\]; expected an object"),
+    ('[{"text": "hi", "slots": "x"}]', r"example \[0\]: \"slots\" is \"x\"; expected an object"),
+    ('[{"text": "hi", "slots": []}]', r"example \[0\]: \"slots\" is \[\]; expected an object"),
+    ('[{"text": "hi", "slots": {"x": [0, 2]}}]',
+     r"example \[0\] slot 'x': expected an object with \"span\", got \[0, 2\]"),
+    ('[{"text": "hi", "slots": {"x": {"span": [true, 2]}}}]',
+     r"example \[0\] slot 'x': expected \"span\": \[start, end\] \(two integers\), got "
+     r"\[true, 2\]"),
+    ('[{"text": "hi", "slots": {"x": {"span": [0, 1, 2]}}}]', r"slot 'x': expected \"span\""),
+    ('[{"text": "hi", "slots": {"x": {"span": [0, 2], "text": 5}}}]',
+     r"example \[0\] slot 'x': \"text\" is 5; expected a string"),
+    ('[{"text": "hi", "slots": {"": {"span": [0, 2]}}}]',
+     r"example \[0\]: a slot has an empty name; expected a non-empty string"),
+    ('[{"text": 5}]', r"example \[0\]: expected an object with a \"text\" string"),
+    ('[{"text": "hi", "intents": "greet"}]',
+     r"example \[0\]: \"intents\" is \"greet\"; expected a list of strings"),
+    ('[{"text": "hi", "intents": [1]}]', r"\"intents\" is \[1\]; expected a list of strings"),
+    ("[" * 100_000, r"fold0\.json: invalid JSON \(nested too deeply"),
+])
+def test_wrong_types_name_the_file_and_example(tmp_path: Path, content: str,
+                                               pattern: str) -> None:
+    (tmp_path / "banking").mkdir()
+    (tmp_path / "banking" / "fold0.json").write_text(content)
+    with pytest.raises(DataError, match=pattern):
+        read_nlupp(tmp_path)
+
+
+def test_null_slots_and_intents_are_none(tmp_path: Path) -> None:
+    (tmp_path / "banking").mkdir()
+    (tmp_path / "banking" / "fold0.json").write_text(
+        '[{"text": "hi", "slots": null, "intents": null}, {"text": ""}]')
+    corpus = read_nlupp(tmp_path)
+    assert [s.words for s in corpus] == [("hi",), ()]
+    assert corpus[0].meta["slots"] == {} and corpus[0].meta["intents"] == []
+    (tmp_path / "banking" / "fold0.json").write_text('[{"text": " "}]')
+    with pytest.raises(DataError, match=r"no sentence has words \(1 examples, all empty\)"):
+        read_nlupp(tmp_path)
+
+
+@pytest.mark.parametrize("options, pattern", [
+    ({"folds": ["a"]}, r"folds: expected fold numbers \(0\.\.19\), got 'a'"),
+    ({"folds": 0}, None),
+    ({"domains": 5}, r"domains: expected domain names \(banking, hotels\), got 5"),
+])
+def test_selection_option_types(fixtures: Path, options: dict, pattern: str | None) -> None:
+    if pattern is None:
+        assert len(read_nlupp(fixtures / "nlupp", **options)) == 4
+    else:
+        with pytest.raises(ConfigError, match=pattern):
+            read_nlupp(fixtures / "nlupp", **options)
+
+
 def test_strict_alignment_names_the_slot_and_the_example(tmp_path: Path) -> None:
     (tmp_path / "banking").mkdir()
     (tmp_path / "banking" / "fold0.json").write_text(json.dumps([

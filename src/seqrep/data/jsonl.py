@@ -13,14 +13,17 @@ Optional ``"id"`` and ``"doc_id"`` fields are kept (``meta["id"]``, ``Sentence.d
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from seqrep.data.charspans import CharSpan, check_alignment, place_on_words
-from seqrep.data.sources import read_text, to_iob2
+from seqrep.data.sources import parse_json, read_text, show, to_iob2
 from seqrep.data.types import Corpus, Sentence, Span
 from seqrep.errors import DataError
+
+
+def _offset(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _char_spans(path: Path, line: int, record: dict[str, Any]) -> list[CharSpan]:
@@ -29,14 +32,20 @@ def _char_spans(path: Path, line: int, record: dict[str, Any]) -> list[CharSpan]
         raise DataError(path, "\"spans\" must be a list of {start, end, label}", line)
     out = []
     for k, span in enumerate(spans):
-        try:
-            start, end, label = span["start"], span["end"], span["label"]
-        except (KeyError, TypeError):
-            raise DataError(path, f"span {k} is {span!r}; expected {{\"start\": int, "
-                                  "\"end\": int, \"label\": str}", line) from None
-        if not (isinstance(start, int) and isinstance(end, int) and isinstance(label, str)):
-            raise DataError(path, f"span {k} is {span!r}; expected integer offsets and a "
-                                  "string label", line)
+        if not (isinstance(span, dict) and all(f in span for f in ("start", "end", "label"))):
+            raise DataError(path, f"span {k} is {show(span)}; expected {{\"start\": int, "
+                                  "\"end\": int, \"label\": str}", line)
+        start, end, label = span["start"], span["end"], span["label"]
+        for name, value in (("start", start), ("end", end)):
+            if not _offset(value):
+                raise DataError(path, f"span {k} field \"{name}\" is {show(value)}; expected an "
+                                      "integer character offset", line)
+        if not isinstance(label, str):
+            raise DataError(path, f"span {k} field \"label\" is {show(label)}; expected a "
+                                  "non-empty string", line)
+        if not label.strip():
+            raise DataError(path, f"span {k} has an empty label; expected a non-empty string",
+                            line)
         if not 0 <= start < end <= len(text):
             raise DataError(path, f"span {k} ({label}) has offsets {start}-{end} outside the "
                                   f"text (0-{len(text)}); expected 0 <= start < end <= "
@@ -45,28 +54,43 @@ def _char_spans(path: Path, line: int, record: dict[str, Any]) -> list[CharSpan]
     return out
 
 
+def _check_record(path: Path, line: int, record: Any) -> None:
+    """Raise DataError for a record of neither shape or with a field of the wrong type."""
+    has_tokens = isinstance(record, dict) and "tokens" in record
+    if not (has_tokens or isinstance(record, dict) and isinstance(record.get("text"), str)):
+        raise DataError(path, "expected an object with \"tokens\" and \"tags\", or with "
+                              "\"text\" and \"spans\"", line)
+    for name, ok, expected in (
+            ("text", lambda v: isinstance(v, str), "a string"),
+            ("doc_id", lambda v: v is None or isinstance(v, str), "a string or null"),
+            ("id", lambda v: v is None or isinstance(v, str) or _offset(v),
+             "a string or an integer")):
+        if name in record and not ok(record[name]):
+            raise DataError(path, f"\"{name}\" is {show(record[name])}; expected {expected}",
+                            line)
+    if not has_tokens:
+        return
+    tokens, tags = record["tokens"], record.get("tags")
+    if not isinstance(tokens, list) or not isinstance(tags, list):
+        raise DataError(path, "\"tokens\" and \"tags\" must both be lists", line)
+    if len(tokens) != len(tags):
+        raise DataError(path, f"{len(tokens)} tokens but {len(tags)} tags; expected one "
+                              "tag per token", line)
+    for noun, items in (("token", tokens), ("tag", tags)):
+        bad = next((k for k, x in enumerate(items) if not (isinstance(x, str) and x.strip())),
+                   None)
+        if bad is not None:
+            raise DataError(path, f"{noun} {bad} is {show(items[bad])}; expected a non-empty "
+                                  "string", line)
+
+
 def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
     records = []
     for line, raw in enumerate(read_text(path).split("\n"), start=1):
         if not raw.strip():
             continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as err:
-            raise DataError(path, f"invalid JSON ({err.msg} at column {err.colno})", line) from None
-        has_tokens = isinstance(record, dict) and "tokens" in record
-        if not (has_tokens or isinstance(record, dict) and isinstance(record.get("text"), str)):
-            raise DataError(path, "expected an object with \"tokens\" and \"tags\", or with "
-                                  "\"text\" and \"spans\"", line)
-        if has_tokens:
-            tokens, tags = record["tokens"], record.get("tags")
-            if not isinstance(tokens, list) or not isinstance(tags, list):
-                raise DataError(path, "\"tokens\" and \"tags\" must both be lists", line)
-            if len(tokens) != len(tags):
-                raise DataError(path, f"{len(tokens)} tokens but {len(tags)} tags; expected one "
-                                      "tag per token", line)
-            if not all(isinstance(x, str) and x for x in tokens + tags):
-                raise DataError(path, "tokens and tags must be non-empty strings", line)
+        record = parse_json(raw, path, line)
+        _check_record(path, line, record)
         records.append((line, record))
     return records
 
@@ -86,8 +110,10 @@ def read_jsonl(path: str | Path, scheme: str | None = None, strict: bool = False
         the sentences in file order, with ``meta["line"]``.
 
     Raises:
-        DataError: invalid JSON, a record of neither shape, tokens and tags of different
-            lengths, offsets outside the text (naming file and line).
+        DataError: invalid JSON, a record of neither shape, a field of the wrong type (offsets
+            that are not integers, empty labels, tokens or tags that are not non-empty
+            strings), tokens and tags of different lengths, offsets outside the text, or no
+            word in the whole file (naming file and line).
     """
     path = Path(path)
     check_alignment(alignment)
@@ -113,4 +139,7 @@ def read_jsonl(path: str | Path, scheme: str | None = None, strict: bool = False
         sentences.append(Sentence.from_spans([text[s:e] for s, e in offsets],
                                              [Span(*s) for s in placed.spans], doc_id=doc_id,
                                              text=text, offsets=offsets, meta=meta))
+    if not any(len(s) for s in sentences):
+        raise DataError(path, f"no sentence has words ({len(sentences)} records, all empty); "
+                              "expected at least one word")
     return Corpus(sentences, name=str(path), repaired=repaired, notes=notes)

@@ -12,14 +12,13 @@ and noted as ``cut mid-word`` (see :mod:`seqrep.data.charspans`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from seqrep.data.charspans import CharSpan, check_alignment, place_on_words
-from seqrep.data.sources import read_text
+from seqrep.data.sources import parse_json, read_text, show
 from seqrep.data.types import Corpus, Sentence, Span
 from seqrep.errors import ConfigError, DataError
 
@@ -48,10 +47,31 @@ def _fold_files(path: Path) -> dict[str, dict[int, Path]]:
                           "directory or its data/ folder")
 
 
+def _names(option: str, values: Any, kind: type, expected: str) -> list[Any] | None:
+    """An option given as one value or a list of them, as a list; a wrong type is a
+    ConfigError."""
+    if values is None:
+        return None
+    if isinstance(values, (str, int)):
+        values = [values]
+    try:
+        values = list(values)
+    except TypeError:
+        raise ConfigError(f"{option}: expected {expected}, got {values!r}") from None
+    out = []
+    for value in values:
+        if kind is int and isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ConfigError(f"{option}: expected {expected}, got {value!r}")
+        out.append(value)
+    return out
+
+
 def _select(files: dict[str, dict[int, Path]], domains: Iterable[str] | None,
             folds: Iterable[int] | None) -> list[tuple[str, int, Path]]:
-    if isinstance(domains, str):
-        domains = [domains]
+    domains = _names("domains", domains, str, f"domain names ({', '.join(files)})")
+    folds = _names("folds", folds, int, "fold numbers (0..19)")
     if domains is not None:
         unknown = [d for d in domains if d not in files]
         if unknown:
@@ -60,7 +80,7 @@ def _select(files: dict[str, dict[int, Path]], domains: Iterable[str] | None,
     chosen = []
     for domain in domains if domains is not None else files:
         available = files[domain]
-        wanted = sorted(available) if folds is None else [int(k) for k in folds]
+        wanted = sorted(available) if folds is None else folds
         missing = [k for k in wanted if k not in available]
         if missing:
             raise ConfigError(f"{domain} has no fold {missing[0]}; expected folds "
@@ -69,43 +89,70 @@ def _select(files: dict[str, dict[int, Path]], domains: Iterable[str] | None,
     return chosen
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_example(path: Path, index: int, ex: Any) -> None:
+    """Raise DataError naming the file and example for a field of the wrong type."""
+    where = f"example [{index}]"
+    if not isinstance(ex, dict) or not isinstance(ex.get("text"), str):
+        raise DataError(path, f"{where}: expected an object with a \"text\" string, got "
+                              f"{show(ex)}")
+    slots, intents = ex.get("slots"), ex.get("intents")
+    if slots is not None and not isinstance(slots, dict):
+        raise DataError(path, f"{where}: \"slots\" is {show(slots)}; expected an object "
+                              "{name: {\"text\", \"span\": [start, end], ...}} or null")
+    if intents is not None and not (isinstance(intents, list)
+                                    and all(isinstance(x, str) for x in intents)):
+        raise DataError(path, f"{where}: \"intents\" is {show(intents)}; expected a list of "
+                              "strings or null")
+    for name, slot in (slots or {}).items():
+        if not name.strip():
+            raise DataError(path, f"{where}: a slot has an empty name; expected a non-empty "
+                                  "string")
+        if not isinstance(slot, dict):
+            raise DataError(path, f"{where} slot {name!r}: expected an object with \"span\", "
+                                  f"got {show(slot)}")
+        span = slot.get("span")
+        if not (isinstance(span, list) and len(span) == 2 and all(_is_int(x) for x in span)):
+            raise DataError(path, f"{where} slot {name!r}: expected \"span\": [start, end] "
+                                  f"(two integers), got {show(span)}")
+        if "text" in slot and not isinstance(slot["text"], str):
+            raise DataError(path, f"{where} slot {name!r}: \"text\" is {show(slot['text'])}; "
+                                  "expected a string")
+
+
 def _slots(path: Path, index: int, example: dict[str, Any]) -> list[CharSpan]:
-    """The example's slots as character spans; bad offsets raise DataError."""
+    """The example's slots as character spans (checked by :func:`_check_example`); offsets
+    outside the text raise DataError."""
     text = example["text"]
     spans = []
     for name, slot in (example.get("slots") or {}).items():
-        where = f"example [{index}] slot {name!r}"
-        span = slot.get("span") if isinstance(slot, dict) else None
-        if not (isinstance(span, list) and len(span) == 2
-                and all(isinstance(x, int) for x in span)):
-            raise DataError(path, f"{where}: expected \"span\": [start, end], got {span!r}")
-        start, end = span
+        start, end = slot["span"]
         if not 0 <= start < end <= len(text):
-            raise DataError(path, f"{where}: offsets {start}-{end} outside the text "
-                                  f"(0-{len(text)}) {text!r}")
+            raise DataError(path, f"example [{index}] slot {name!r}: offsets {start}-{end} "
+                                  f"outside the text (0-{len(text)}) {show(text)}")
         spans.append(CharSpan(start, end, name, slot.get("text", text[start:end])))
     return spans
 
 
 def _read_fold(path: Path, domain: str, fold: int,
                alignment: str) -> tuple[list[Sentence], list[str]]:
-    try:
-        examples = json.loads(read_text(path))
-    except json.JSONDecodeError as err:
-        raise DataError(path, f"invalid JSON ({err.msg})", err.lineno) from None
+    examples = parse_json(read_text(path), path)
     if not isinstance(examples, list):
         raise DataError(path, "expected a JSON list of examples")
     sentences, notes = [], []
     for i, ex in enumerate(examples):
-        if not isinstance(ex, dict) or not isinstance(ex.get("text"), str):
-            raise DataError(path, f"example [{i}]: expected an object with a \"text\" string")
+        _check_example(path, i, ex)
         text = ex["text"]
         offsets, placed, found = place_on_words(
             text, _slots(path, i, ex), alignment, f"{domain}/{path.name} example [{i}] {text!r}",
             "slot", path)
         notes += found
         meta: dict[str, Any] = {"domain": domain, "fold": fold, "index": i,
-                                "intents": ex.get("intents", []), "slots": ex.get("slots", {})}
+                                "intents": ex.get("intents") or [],
+                                "slots": ex.get("slots") or {}}
         if found:
             meta["notes"] = found
         sentences.append(Sentence.from_spans([text[s:e] for s, e in offsets],
@@ -130,8 +177,10 @@ def read_nlupp(path: str | Path, domains: Iterable[str] | None = None,
         (position in the fold), ``intents`` and the raw ``slots``.
 
     Raises:
-        DataError: missing folds, invalid JSON, slot offsets outside the text.
-        ConfigError: an unknown domain or fold.
+        DataError: missing folds, invalid JSON, a field of the wrong type (``slots`` not an
+            object, a slot not an object, a span not two integers, a text not a string), slot
+            offsets outside the text, or no example with words (naming file and example).
+        ConfigError: an unknown domain or fold, or one of the wrong type.
     """
     path = Path(path)
     check_alignment(alignment)
@@ -142,4 +191,7 @@ def read_nlupp(path: str | Path, domains: Iterable[str] | None = None,
         s, n = _read_fold(file, domain, fold, alignment)
         sentences += s
         notes += n
+    if not any(len(s) for s in sentences):
+        raise DataError(path, f"no sentence has words ({len(sentences)} examples, all empty); "
+                              "expected at least one example with words")
     return Corpus(sentences, name=str(path), notes=notes)

@@ -1,13 +1,16 @@
-"""What every reader shares: reading a file as UTF-8 and turning tag columns into IOB2.
+"""What every reader shares: reading a file as UTF-8, parsing JSON, showing a bad value and
+turning tag columns into IOB2.
 
-Both raise :class:`seqrep.errors.DataError` naming the file and line, so that a bad file
+They raise :class:`seqrep.errors.DataError` naming the file and line, so that a bad file
 reaches the user as one readable line.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from seqrep.data.tags import TagError, convert_tags, detect_scheme, normalize_scheme, split_tag
 from seqrep.errors import ConfigError, DataError
@@ -43,6 +46,39 @@ def read_text(path: str | Path) -> str:
     if not text.strip():
         raise DataError(path, "the file is empty; expected at least one sentence")
     return text
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """A JSON value as JSON (``true``, ``null``, ``"x"``), cut to ``limit`` characters for a
+    one-line message."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def parse_json(text: str, source: str | Path, line: int | None = None) -> Any:
+    """Parse JSON; a syntax error or nesting too deep for the parser raises DataError.
+
+    Args:
+        text: the JSON text (a whole file, or one line of a JSON Lines file).
+        source: the file, for error messages.
+        line: the line ``text`` starts on; ``None`` for a whole file (the error then names the
+            line the parser stopped at).
+
+    Raises:
+        DataError: naming the file and line.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        where = err.lineno if line is None else line
+        col = f" at column {err.colno}" if line is not None else ""
+        raise DataError(source, f"invalid JSON ({err.msg}{col})", where) from None
+    except RecursionError:
+        raise DataError(source, "invalid JSON (nested too deeply for the parser; expected "
+                                "records nested a few levels)", line) from None
 
 
 def check_scheme(scheme: str | None) -> str | None:
@@ -89,6 +125,11 @@ def to_iob2(sequences: Sequence[Sequence[str]], scheme: str | None, strict: bool
     Raises:
         DataError: a tag does not fit the scheme (or, under ``strict``, an invalid sequence).
     """
+    for i, tags in enumerate(sequences):
+        for j, tag in enumerate(tags):
+            if len(tag) == 2 and tag[1] in "-_" and tag[0] in "BIESLU":
+                raise DataError(source, f"tag {tag!r} has an empty label; expected O or "
+                                        "PREFIX-LABEL such as B-PER", line_of(i, j))
     resolved = check_scheme(scheme) or detect_scheme(sequences)
     if scheme is None and resolved == "TOKEN":
         _check_plain(sequences, source, line_of)

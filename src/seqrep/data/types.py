@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seqrep.data.tags import spans_to_tags, tags_to_spans
+from seqrep.errors import DataError
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,20 @@ class Corpus:
 
     def __getitem__(self, i: int) -> Sentence:
         return self.sentences[i]
+
+    def sentences_with_words(self) -> list[Sentence]:
+        """The sentences that have at least one word, in order.
+
+        Raises:
+            DataError: none has (the corpus is empty, or all its sentences are), naming the
+                corpus, so that a split with nothing to train or evaluate on is one line and
+                not a crash further on.
+        """
+        kept = [s for s in self.sentences if len(s)]
+        if not kept:
+            raise DataError(self.name or "corpus", f"no sentence has words ({len(self)} "
+                                                   "sentences, all empty); expected at least one")
+        return kept
 
     def span_types(self) -> list[str]:
         """The sorted span labels (entity types) found in the corpus."""
