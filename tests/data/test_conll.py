@@ -121,3 +121,25 @@ def test_real_conll2003_train(conll2003_dir: Path) -> None:
     # POS as plain labels: one width-1 span per word
     pos = read_conll(conll2003_dir / "eng.testb", tag_column=1)
     assert pos.stats()["spans"] == pos.stats()["tokens"] == 46_435
+
+
+@pytest.mark.parametrize("options, pattern", [
+    ({"tag_column": "x"}, r"tag_column: expected a column index \(an integer\), got 'x'"),
+    ({"tag_column": True}, r"tag_column: expected a column index"),
+    ({"tag_column": 1.0}, r"tag_column: expected a column index"),
+    ({"word_column": "²"}, r"word_column: expected a column index"),
+    ({"strict": 1}, r"strict: expected true or false, got 1"),
+])
+def test_option_types_are_config_errors(tmp_path: Path, options: dict, pattern: str) -> None:
+    with pytest.raises(ConfigError, match=pattern):
+        read_conll(write(tmp_path, "a NN O\n"), **options)
+    # an integer in a string (from a config file or the command line) is a column index
+    assert read_conll(write(tmp_path, "a NN O\n"), tag_column="1")[0].tags == ("B-NN",)
+
+
+def test_a_long_bad_line_is_cut_in_the_message(tmp_path: Path) -> None:
+    path = write(tmp_path, "a NN O\n" + "b " * 500 + "\n")
+    with pytest.raises(DataError, match=r"x\.conll:2: expected 3 columns like line 1, got 500: "
+                                        r"'b b b .*\.\.\.'$") as err:
+        read_conll(path)
+    assert len(str(err.value)) < 200

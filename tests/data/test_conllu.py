@@ -45,6 +45,9 @@ def test_column_index() -> None:
         column_index("ner")
     with pytest.raises(ConfigError):
         column_index(10)
+    for bad in ("²", True, 1.5, None):  # "²".isdigit() is true, but int("²") fails
+        with pytest.raises(ConfigError, match="label_column .* does not exist"):
+            column_index(bad)
 
 
 def test_bio_labels_in_misc_column(tmp_path: Path) -> None:
@@ -61,6 +64,15 @@ def test_bio_labels_in_misc_column(tmp_path: Path) -> None:
     ("# c\nx\tDog\t_\tNOUN\t_\t_\t0\troot\t_\t_\n", r"x\.conllu:2: bad word id 'x'"),
     ("1-x\tDel\t_\t_\t_\t_\t_\t_\t_\t_\n", r"x\.conllu:1: bad multiword id '1-x'"),
     ("# only = comments\n", r"x\.conllu: no sentences found"),
+    ("1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_\n1\tdo\t_\tAUX\t_\t_\t0\troot\t_\t_\n\n",
+     r"x\.conllu:1: multiword token 1-2 \(\"don't\"\) is not followed by its words 1\.\.2"),
+    ("3-2\tx\t_\t_\t_\t_\t_\t_\t_\t_\n", r"x\.conllu:1: bad multiword id '3-2'; expected N-M "
+                                        r"with N < M"),
+    ("1\tDog\t_\tNOUN\t_\t_\t0\troot\t_\t_\n1\tcat\t_\tNOUN\t_\t_\t0\troot\t_\t_\n",
+     r"x\.conllu:2: word id 1 after word 1; expected 2"),
+    ("2\tDog\t_\tNOUN\t_\t_\t0\troot\t_\t_\n", r"x\.conllu:1: word id 2 starts the sentence; "
+                                             r"expected 1"),
+    ("²\tDog\t_\tNOUN\t_\t_\t0\troot\t_\t_\n", r"x\.conllu:1: bad word id '²'"),
     ("", r"x\.conllu: the file is empty"),
 ])
 def test_malformed(tmp_path: Path, text: str, pattern: str) -> None:

@@ -148,3 +148,33 @@ def test_a_file_without_words_is_an_error(tmp_path: Path) -> None:
     # one empty record among others is kept (callers drop empty sentences)
     path = write(tmp_path, {"tokens": [], "tags": []}, {"tokens": ["a"], "tags": ["O"]})
     assert [len(s) for s in read_jsonl(path)] == [0, 1]
+
+
+def test_lone_surrogates_and_long_values_stay_one_short_line(tmp_path: Path) -> None:
+    # JSON may escape half of a UTF-16 pair; the string is then no valid Unicode at all
+    path = write(tmp_path, '{"tokens": ["a\\ud800"], "tags": ["O"]}')
+    with pytest.raises(DataError, match=r"x\.jsonl:1: the string \"a\\ud800\" holds a lone "
+                                        r"surrogate \\ud800; expected valid Unicode"):
+        read_jsonl(path)
+    path = write(tmp_path, '{"text": "\\ud83d\\ude00 ok", "spans": []}')  # a whole pair is fine
+    assert read_jsonl(path)[0].words == ("😀", "ok")
+    path = write(tmp_path, {"tokens": ["a"], "tags": ["O"], "doc_id": ["x" * 1000, "\u2028"]})
+    with pytest.raises(DataError) as err:
+        read_jsonl(path)
+    assert len(str(err.value).splitlines()) == 1 and len(str(err.value)) < 200
+
+
+def test_null_spans_are_no_spans(tmp_path: Path) -> None:
+    path = write(tmp_path, {"text": "a b", "spans": None}, {"text": "c"})
+    assert [s.tags for s in read_jsonl(path)] == [("O", "O"), ("O",)]
+
+
+@pytest.mark.parametrize("options, pattern", [
+    ({"scheme": 5}, r"scheme: expected a scheme name"),
+    ({"strict": "yes"}, r"strict: expected true or false, got 'yes'"),
+    ({"alignment": ["expand"]}, r"unknown alignment \['expand'\]"),
+])
+def test_option_types(tmp_path: Path, options: dict, pattern: str) -> None:
+    from seqrep.errors import ConfigError
+    with pytest.raises(ConfigError, match=pattern):
+        read_jsonl(write(tmp_path, {"tokens": ["a"], "tags": ["O"]}), **options)

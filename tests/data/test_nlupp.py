@@ -92,6 +92,7 @@ def test_errors(tmp_path: Path, content: str, pattern: str) -> None:
      r"example \[0\]: \"intents\" is \"greet\"; expected a list of strings"),
     ('[{"text": "hi", "intents": [1]}]', r"\"intents\" is \[1\]; expected a list of strings"),
     ("[" * 100_000, r"fold0\.json: invalid JSON \(nested too deeply"),
+    ('[{"text": "a\\udc00"}]', r"fold0\.json: the string \"a\\udc00\" holds a lone surrogate"),
 ])
 def test_wrong_types_name_the_file_and_example(tmp_path: Path, content: str,
                                                pattern: str) -> None:
@@ -116,6 +117,8 @@ def test_null_slots_and_intents_are_none(tmp_path: Path) -> None:
 @pytest.mark.parametrize("options, pattern", [
     ({"folds": ["a"]}, r"folds: expected fold numbers \(0\.\.19\), got 'a'"),
     ({"folds": 0}, None),
+    ({"folds": ["0"]}, None),
+    ({"folds": ["²"]}, r"folds: expected fold numbers \(0\.\.19\), got '²'"),
     ({"domains": 5}, r"domains: expected domain names \(banking, hotels\), got 5"),
 ])
 def test_selection_option_types(fixtures: Path, options: dict, pattern: str | None) -> None:
@@ -166,3 +169,12 @@ def test_real_nlupp_every_span_survives_or_is_explained(nlupp_dir: Path) -> None
     assert slots(godaddy) == [("Godaddy", "company_name"), ("last week Monday", "date")]
     meeting = next(s for s in corpus if "to today's meeting" in s.text)
     assert slots(meeting) == [("page guynn", "person_name"), ("today", "date")]
+
+
+def test_an_unreadable_directory_is_one_line(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    def refuse(self: Path):  # noqa: ANN202 - as a directory without read permission does
+        raise PermissionError(13, "Permission denied", str(self))
+    (tmp_path / "banking").mkdir()
+    monkeypatch.setattr(Path, "iterdir", refuse)
+    with pytest.raises(DataError, match=r": cannot list the directory \(Permission denied\)"):
+        read_nlupp(tmp_path)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seqrep.data.sources import read_text, to_iob2
+from seqrep.data.sources import check_flag, check_index, check_scheme, cut, read_text, to_iob2
 from seqrep.data.types import Corpus, Sentence
 from seqrep.errors import DataError
 
@@ -60,8 +60,13 @@ def read_conll(path: str | Path, tag_column: int = -1, scheme: str | None = None
     Raises:
         DataError: a line with the wrong number of columns, a column that does not exist, a tag
             that does not fit the scheme, an empty or non-UTF-8 file (naming file and line).
+        ConfigError: an option of the wrong type or an unknown scheme.
     """
     path = Path(path)
+    tag_column, word_column = check_index("tag_column", tag_column), check_index("word_column",
+                                                                                 word_column)
+    check_flag("strict", strict)
+    check_scheme(scheme)
     lines = read_text(path).split("\n")
     tab = "\t" in next((ln for ln in lines if ln.strip()), "")
     blocks: list[_Block] = []
@@ -94,7 +99,7 @@ def read_conll(path: str | Path, tag_column: int = -1, scheme: str | None = None
             block.ncols = len(cols)
         elif len(cols) != block.ncols:
             raise DataError(path, f"expected {block.ncols} columns like line {block.lines[0]}, "
-                                  f"got {len(cols)}: {line.strip()!r}", lineno)
+                                  f"got {len(cols)}: '{cut(line.strip())}'", lineno)
         word, tag = cols[word_column], cols[tag_column]
         if not word or not tag:
             raise DataError(path, f"empty {'word' if not word else 'tag'} column", lineno)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seqrep.data.sources import read_text, to_iob2
+from seqrep.data.sources import check_flag, check_scheme, cut, read_text, show, to_iob2
 from seqrep.data.types import Corpus, Sentence
 from seqrep.errors import ConfigError, DataError
 
@@ -25,12 +25,12 @@ def column_index(label_column: str | int) -> int:
     Raises:
         ConfigError: the column is unknown; the message lists the allowed names.
     """
-    if isinstance(label_column, str) and label_column.lstrip("-").isdigit():
+    if isinstance(label_column, str) and label_column.strip().lstrip("-").isdecimal():
         label_column = int(label_column)
-    if isinstance(label_column, int):
+    if isinstance(label_column, int) and not isinstance(label_column, bool):
         if -len(COLUMNS) <= label_column < len(COLUMNS):
             return label_column % len(COLUMNS)
-    elif label_column.lower() in COLUMNS:
+    elif isinstance(label_column, str) and label_column.lower() in COLUMNS:
         return COLUMNS.index(label_column.lower())
     raise ConfigError(f"label_column {label_column!r} does not exist; expected one of "
                       f"{', '.join(COLUMNS)} or an index 0..9")
@@ -57,9 +57,17 @@ class _Reader:
         self.lines: list[int] = []
         self.meta: dict[str, Any] = {}
         self.multiword: list[tuple[int, int, str]] = []
-        self.pending: tuple[int, str, int] | None = None  # open range: last id, form, first word
+        # an open range: its first and last word id, form and line
+        self.pending: tuple[int, int, str, int] | None = None
+
+    def _check_pending(self) -> None:
+        if self.pending is not None:
+            first, last, form, lineno = self.pending
+            raise DataError(self.path, f"multiword token {first}-{last} ({show(form)}) is not "
+                                       f"followed by its words {first}..{last}", lineno)
 
     def close(self) -> None:
+        self._check_pending()
         if not self.words:  # comments before a blank line stay with the next sentence
             return
         if self.multiword:
@@ -80,20 +88,31 @@ class _Reader:
             raise DataError(self.path, f"expected {len(COLUMNS)} tab-separated columns "
                                        f"({' '.join(COLUMNS)}), got {len(cols)}", lineno)
         wid = cols[0]
+        expected = len(self.words) + 1
+        place = "starts the sentence" if expected == 1 else f"after word {expected - 1}"
         if "." in wid:  # an empty node of the enhanced graph: not a surface word
             return
         if "-" in wid:
             first, _, last = wid.partition("-")
-            if not (first.isdigit() and last.isdigit()):
-                raise DataError(self.path, f"bad multiword id {wid!r}; expected N-M", lineno)
-            self.pending = (int(last), cols[1], len(self.words))  # its words come next
+            if not (first.isdecimal() and last.isdecimal() and int(first) < int(last)):
+                raise DataError(self.path, f"bad multiword id '{cut(wid)}'; expected N-M with "
+                                           "N < M", lineno)
+            self._check_pending()
+            if int(first) != expected:
+                raise DataError(self.path, f"multiword token {wid} {place}; expected it to "
+                                           f"start at word {expected}", lineno)
+            self.pending = (int(first), int(last), cols[1], lineno)  # its words come next
             return
-        if not wid.isdigit():
-            raise DataError(self.path, f"bad word id {wid!r}; expected an integer, N-M or N.M",
+        if not wid.isdecimal():
+            raise DataError(self.path, f"bad word id '{cut(wid)}'; expected an integer, N-M or "
+                                       "N.M", lineno)
+        if int(wid) != expected:
+            raise DataError(self.path, f"word id {int(wid)} {place}; expected "
+                                       f"{expected} (a new sentence starts after a blank line)",
                             lineno)
-        if self.pending and int(wid) == self.pending[0]:
-            _, form, start = self.pending
-            self.multiword.append((start, len(self.words) + 1, form))
+        if self.pending and int(wid) == self.pending[1]:
+            first, _, form, _ = self.pending
+            self.multiword.append((first - 1, len(self.words) + 1, form))
             self.pending = None
         tag = cols[self.label]
         self.words.append(cols[1])
@@ -122,6 +141,8 @@ def read_conllu(path: str | Path, label_column: str | int = "upos", scheme: str 
         ConfigError: an unknown label column.
     """
     path = Path(path)
+    check_flag("strict", strict)
+    check_scheme(scheme)
     reader = _Reader(path, column_index(label_column))
     for lineno, line in enumerate(read_text(path).split("\n"), start=1):
         line = line.rstrip("\r\n")

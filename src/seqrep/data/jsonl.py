@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.data.charspans import CharSpan, check_alignment, place_on_words
-from seqrep.data.sources import parse_json, read_text, show, to_iob2
+from seqrep.data.sources import (
+    check_flag,
+    check_scheme,
+    parse_json,
+    read_text,
+    show,
+    to_iob2,
+)
 from seqrep.data.types import Corpus, Sentence, Span
 from seqrep.errors import DataError
 
@@ -27,7 +34,8 @@ def _offset(value: Any) -> bool:
 
 
 def _char_spans(path: Path, line: int, record: dict[str, Any]) -> list[CharSpan]:
-    text, spans = record["text"], record.get("spans", [])
+    text, spans = record["text"], record.get("spans")
+    spans = [] if spans is None else spans
     if not isinstance(spans, list):
         raise DataError(path, "\"spans\" must be a list of {start, end, label}", line)
     out = []
@@ -117,6 +125,8 @@ def read_jsonl(path: str | Path, scheme: str | None = None, strict: bool = False
     """
     path = Path(path)
     check_alignment(alignment)
+    check_flag("strict", strict)
+    check_scheme(scheme)
     records = _records(path)
     tagged = [(line, r) for line, r in records if "tokens" in r]
     iob2, repaired, _ = to_iob2([r["tags"] for _, r in tagged], scheme, strict, path,

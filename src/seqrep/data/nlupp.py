@@ -28,7 +28,16 @@ _FOLD_RE = re.compile(r"fold(\d+)\.json$")
 
 
 def _fold_files(path: Path) -> dict[str, dict[int, Path]]:
-    """Find ``{domain: {fold: file}}`` under an NLU++ checkout, its data dir or a domain dir."""
+    """Find ``{domain: {fold: file}}`` under an NLU++ checkout, its data dir or a domain dir;
+    a directory that cannot be listed raises DataError."""
+    try:
+        return _find_folds(path)
+    except OSError as err:
+        raise DataError(err.filename or path, "cannot list the directory "
+                                              f"({err.strerror})") from None
+
+
+def _find_folds(path: Path) -> dict[str, dict[int, Path]]:
     if path.is_file():
         m = _FOLD_RE.search(path.name)
         return {path.parent.name: {int(m.group(1)) if m else 0: path}}
@@ -60,7 +69,7 @@ def _names(option: str, values: Any, kind: type, expected: str) -> list[Any] | N
         raise ConfigError(f"{option}: expected {expected}, got {values!r}") from None
     out = []
     for value in values:
-        if kind is int and isinstance(value, str) and value.strip().isdigit():
+        if kind is int and isinstance(value, str) and value.strip().isdecimal():
             value = int(value)
         if not isinstance(value, kind) or isinstance(value, bool):
             raise ConfigError(f"{option}: expected {expected}, got {value!r}")

@@ -12,7 +12,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from seqrep.data.tags import TagError, convert_tags, detect_scheme, normalize_scheme, split_tag
+from seqrep.data.tags import (
+    SCHEMES,
+    TagError,
+    convert_tags,
+    detect_scheme,
+    normalize_scheme,
+    split_tag,
+)
 from seqrep.errors import ConfigError, DataError
 
 
@@ -48,43 +55,99 @@ def read_text(path: str | Path) -> str:
     return text
 
 
+def _printable(text: str) -> str:
+    """``text`` with line breaks and other unprintable characters escaped."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+
+
+def cut(text: str, limit: int = 60) -> str:
+    """``text`` for a one-line message: unprintable characters escaped, cut to ``limit``."""
+    text = _printable(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def show(value: Any, limit: int = 60) -> str:
-    """A JSON value as JSON (``true``, ``null``, ``"x"``), cut to ``limit`` characters for a
-    one-line message."""
+    """A JSON value as JSON (``true``, ``null``, ``"x"``) for a one-line message: unprintable
+    characters escaped, cut to ``limit`` characters."""
     try:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
         text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return cut(text, limit)
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string in a parsed JSON value that holds half of a UTF-16 pair, if any."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= c <= "\udfff" for c in item):
+                return item
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
 
 
 def parse_json(text: str, source: str | Path, line: int | None = None) -> Any:
-    """Parse JSON; a syntax error or nesting too deep for the parser raises DataError.
+    """Parse JSON; a syntax error, nesting too deep for the parser or a string that is not
+    valid Unicode (an escaped lone surrogate such as ``"\\ud800"``) raises DataError.
 
     Args:
         text: the JSON text (a whole file, or one line of a JSON Lines file).
         source: the file, for error messages.
-        line: the line ``text`` starts on; ``None`` for a whole file (the error then names the
+        line: the line ``text`` is; ``None`` for a whole file (a syntax error then names the
             line the parser stopped at).
 
     Raises:
         DataError: naming the file and line.
     """
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as err:
         where = err.lineno if line is None else line
-        col = f" at column {err.colno}" if line is not None else ""
-        raise DataError(source, f"invalid JSON ({err.msg}{col})", where) from None
+        raise DataError(source, f"invalid JSON ({err.msg.removesuffix(' at')}, column "
+                                f"{err.colno})", where) from None
     except RecursionError:
         raise DataError(source, "invalid JSON (nested too deeply for the parser; expected "
                                 "records nested a few levels)", line) from None
+    bad = _lone_surrogate(value)
+    if bad is not None:
+        char = next(c for c in bad if "\ud800" <= c <= "\udfff")
+        raise DataError(source, f"the string {show(bad)} holds a lone surrogate "
+                                f"\\u{ord(char):04x}; expected valid Unicode (escape a character "
+                                "outside the BMP as a pair, or write it as UTF-8)", line)
+    return value
+
+
+def check_flag(name: str, value: Any) -> bool:
+    """A true/false option; anything else raises ConfigError naming it."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name}: expected true or false, got {value!r}")
+    return value
+
+
+def check_index(name: str, value: Any) -> int:
+    """A column index option: an integer, or a string holding one (negative counts from the
+    end); anything else raises ConfigError naming it."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdecimal():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{name}: expected a column index (an integer), got {value!r}")
+    return value
 
 
 def check_scheme(scheme: str | None) -> str | None:
     """Resolve a scheme name (``None`` means detect); unknown names raise ConfigError."""
     if scheme is None:
         return None
+    if not isinstance(scheme, str):
+        raise ConfigError(f"scheme: expected a scheme name ({', '.join(SCHEMES)}), got "
+                          f"{scheme!r}")
     try:
         return normalize_scheme(scheme)
     except ValueError as err:
