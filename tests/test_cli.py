@@ -34,11 +34,13 @@ def run_dir(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_evaluate_json(run_dir: Path) -> None:
     test = run_dir.parent / "test.txt"
-    result = runner.invoke(app, ["evaluate", str(run_dir), "--dataset", str(test), "--split",
-                                 "train", "--json"])
+    # a single file is evaluated whole, without --split
+    result = runner.invoke(app, ["evaluate", str(run_dir), "--dataset", str(test), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert set(data) == {"precision", "recall", "f1", "per_label", "sentences", "seconds"}
+    assert set(data) == {"precision", "recall", "f1", "per_label", "sentences", "seconds",
+                         "predicted_spans", "gold_spans"}
+    assert data["gold_spans"] == 10 * 2  # one PER and one LOC span per sentence
     assert data["sentences"] == 10
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert data["f1"] == pytest.approx(metrics["test"]["f1"])

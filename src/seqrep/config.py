@@ -26,6 +26,12 @@ def _choice(name: str, value: Any, allowed: tuple) -> None:
 
 
 UNMASK_NAMES = ("none", "full", "middle")
+FINETUNE_MODES = ("full", "lora", "frozen")
+# Learning rates by fine-tuning mode, used where TrainConfig leaves lr / head_lr unset.
+# full: the CPU recipe measured in README.md; lora: the paper's 2e-4; frozen: no backbone
+# weight trains, so only the head's rate matters.
+DEFAULT_LR = {"full": 5e-5, "lora": 2e-4, "frozen": 5e-5}
+DEFAULT_HEAD_LR = {"full": 1e-3, "lora": 1e-3, "frozen": 1e-3}
 
 
 def parse_unmask(value: str) -> str | tuple[int, ...]:
@@ -64,7 +70,11 @@ class LabelerConfig(_Config):
     """What the labeler is: backbone, repetition, attention strategy, exit layer and head."""
 
     model: str = _f("smollm2-135m", "packaged alias, local folder or Hugging Face hub id")
-    labels: list[str] = _f([], "IOB2 tag inventory, 'O' first")
+    labels: list[str] = _f([], "the model's classes: IOB2 tags with 'O' first (task=spans) or "
+                               "plain tags (task=tokens); empty: taken from the training data")
+    task: str = _f("auto", "spans (IOB2 tags, span F1; NER, slots, chunks), tokens (one tag per "
+                           "word, token accuracy; POS) or auto (tokens when every training word "
+                           "has a plain tag and no word is O or I-)")
     repetitions: int = _f(1, "r: the sentence is fed k = r + 1 times; words are read from the "
                              "last copy")
     unmask: str = _f("none", "layers made bidirectional: none, full, middle or a comma list")
@@ -102,14 +112,15 @@ class LabelerConfig(_Config):
         _choice("read", self.read, COPY_READS)
         _choice("bos", self.bos, ("auto", "yes", "no"))
         _choice("padding_side", self.padding_side, ("right", "left"))
-        _choice("finetune", self.finetune, ("lora", "full", "frozen"))
+        _choice("finetune", self.finetune, FINETUNE_MODES)
+        _choice("task", self.task, ("auto", "spans", "tokens"))
         _choice("dtype", self.dtype, ("float32", "bfloat16", "float16"))
         _choice("decoding", self.decoding, ("greedy", "constrained"))
         if self.max_subtokens < 8:
             raise ConfigError(f"max_subtokens={self.max_subtokens}; expected at least 8")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout={self.dropout}; expected 0 <= dropout < 1")
-        if self.labels and self.labels[0] != "O" and "O" in self.labels:
+        if self.task != "tokens" and self.labels and self.labels[0] != "O" and "O" in self.labels:
             raise ConfigError("labels must list 'O' first")
         if len(set(self.labels)) != len(self.labels):
             raise ConfigError("labels contain duplicates")
@@ -136,8 +147,9 @@ class TrainConfig(_Config):
     subset_seed: int = _f(0, "seed of the subsets (fixed, so every training seed sees the "
                              "same data)")
     epochs: int = _f(3, "passes over the training data")
-    lr: float = _f(5e-5, "learning rate of the backbone (or of the LoRA adapters)")
-    head_lr: float = _f(1e-3, "learning rate of the linear head")
+    lr: float | None = _f(None, "learning rate of the backbone or of the LoRA adapters (unset: "
+                                "by --finetune: full 5e-5, lora 2e-4)")
+    head_lr: float | None = _f(None, "learning rate of the linear head (unset: 1e-3)")
     weight_decay: float = _f(0.05, "AdamW weight decay (not on biases and norms)")
     warmup: float = _f(0.0, "share of steps with linear warm-up before the linear decay")
     batch_size: int = _f(16, "sentences per batch (batches hold sentences of similar length)")
@@ -161,8 +173,49 @@ class TrainConfig(_Config):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)}; expected 1 or more")
         for name in ("lr", "head_lr"):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"{name}={getattr(self, name)}; expected a positive number")
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ConfigError(f"{name}={value}; expected a positive number")
         if not 0 <= self.warmup < 1:
             raise ConfigError(f"warmup={self.warmup}; expected a share in [0, 1)")
         _choice("decoding", self.decoding, ("auto", "greedy", "constrained"))
+
+    def resolved(self, finetune: str) -> TrainConfig:
+        """This config with the learning rates a fine-tuning mode implies where they are unset
+        (a value the user gave always wins); the run folder records the resolved values."""
+        return self.replace(lr=DEFAULT_LR[finetune] if self.lr is None else self.lr,
+                            head_lr=DEFAULT_HEAD_LR[finetune] if self.head_lr is None
+                            else self.head_lr)
+
+
+@dataclass(frozen=True)
+class ReaderConfig(_Config):
+    """How to read data files: the reader options, the same on every command and in grids.
+
+    Only the options that are set reach the reader (:meth:`options`); a reader that does not
+    take one of them says so and lists its own.
+    """
+
+    format: str | None = _f(None, "file format of a path: conll, conllu, parallel, jsonl, "
+                                  "semeval-xml, absa-tokenized, nlupp (default: detected)")
+    tag_column: int | None = _f(None, "conll: index of the tag column (negative counts from "
+                                      "the end; default -1, the last)")
+    word_column: int | None = _f(None, "conll: index of the word column (default 0)")
+    scheme: str | None = _f(None, "tag scheme: IOB1, IOB2/BIO, BIOES/BILOU, IO, TOKEN (plain "
+                                  "tags such as POS; default: detected)")
+    strict: bool = _f(False, "fail on invalid tag sequences instead of repairing them")
+    label_column: str | None = _f(None, "conllu: label column name (upos, xpos, deprel ...) "
+                                        "or index (default upos)")
+    polarity: bool = _f(False, "ABSA: label aspect terms by polarity")
+    domains: list[str] = _f([], "nlupp: domains to read (banking, hotels; default both)")
+    folds: list[int] = _f([], "nlupp: folds to read (default: the split's)")
+    alignment: str | None = _f(None, "character spans: expand, contract or strict (default "
+                                     "expand)")
+
+    def options(self) -> dict[str, Any]:
+        """The reader keyword arguments that are set (``format`` apart)."""
+        out = {k: v for k, v in self.to_dict().items()
+               if k != "format" and v not in (None, False, [])}
+        if self.label_column is not None and self.label_column.lstrip("-").isdigit():
+            out["label_column"] = int(self.label_column)
+        return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from seqrep.data.tags import tags_to_spans
+from seqrep.data.tags import strict_spans, tags_to_spans
 from seqrep.data.tokenize import split_sentences, split_words
 from seqrep.decode import decode
 
@@ -29,15 +29,24 @@ def predict_tags(labeler: SequenceLabeler, sentences: Sequence[Sequence[str]],
         batch_size: sentences per forward pass.
     """
     method = decoding or labeler.config.decoding
+    if labeler.config.task == "tokens":
+        method = "greedy"  # one tag per word: there are no transitions to constrain
     logits = labeler.word_logits(sentences, batch_size) if sentences else []
     return [decode(x, labeler.config.labels, method) if len(s) else ([], [])
             for s, x in zip(sentences, logits)]
 
 
+def word_spans(tags: Sequence[str], task: str = "spans") -> list[tuple[int, int, str]]:
+    """The spans of predicted tags, by the rule evaluation scores them: strict IOB2 for span
+    labeling (an ``I-`` that continues no span belongs to none), one span per word for token
+    tagging."""
+    return tags_to_spans(tags, "TOKEN")[0] if task == "tokens" else strict_spans(tags)
+
+
 def _spans(tags: list[str], probs: list[float], offsets: Sequence[tuple[int, int]],
-           text: str) -> list[dict[str, Any]]:
+           text: str, task: str) -> list[dict[str, Any]]:
     out = []
-    for s, e, label in tags_to_spans(tags)[0]:
+    for s, e, label in word_spans(tags, task):
         start, end = offsets[s][0], offsets[e - 1][1]
         out.append({"start": start, "end": end, "label": label,
                     "score": round(sum(probs[s:e]) / (e - s), 4), "text": text[start:end],
@@ -79,7 +88,7 @@ def predict_text(labeler: SequenceLabeler, texts: Iterable[str], decoding: str |
         text = texts[i]
         records[i]["sentences"].append({"start": a, "end": b, "tags": tags,
                                         "words": [text[s:e] for s, e in words]})
-        records[i]["spans"].extend(_spans(tags, probs, words, text))
+        records[i]["spans"].extend(_spans(tags, probs, words, text, labeler.config.task))
     return records
 
 

@@ -19,7 +19,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so that `seqrep --help` stays fast and each command owns its module.
-    from seqrep.cli import data, evaluate, experiments, models, predict, train
+    from seqrep.cli import data, evaluate, experiments, models, predict, serve, train
 
     app.add_typer(data.app, name="data")
     app.command("models")(models.models)
@@ -30,27 +30,38 @@ def _register() -> None:
     app.command("grid")(experiments.grid)
     app.command("report")(experiments.report)
     app.command("bench")(experiments.bench)
+    app.command("serve")(serve.serve)
 
 
 _register()
 
 
-def main() -> None:
-    """Entry point of the console script."""
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the console script.
+
+    Exit codes: 0 success, 2 a usage error (one usage line and the problem) or a user error
+    (one line naming the file, option or model), 130 interrupted; anything else is a bug and
+    keeps its traceback.
+    """
+    from typer._click.exceptions import NoArgsIsHelpError
+
     try:
-        app(standalone_mode=False)
+        app(args=argv, standalone_mode=False)
     except SeqrepError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
+    except NoArgsIsHelpError as err:  # bare `seqrep` (or a group): the help, not an error
+        err.show()
+        sys.exit(0)
     except typer.Exit as ex:
         sys.exit(ex.exit_code)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
         print("aborted", file=sys.stderr)
         sys.exit(130)
-    except Exception as err:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(err, click.ClickException):
-            err.show()
-            sys.exit(err.exit_code)
-        raise
+    except typer.TyperException as err:  # typer's (vendored click) usage errors
+        show = getattr(err, "show", None)
+        if show is not None:
+            show()
+        else:
+            print(f"error: {err}", file=sys.stderr)
+        sys.exit(err.exit_code if err.exit_code else 2)

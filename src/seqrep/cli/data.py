@@ -12,9 +12,10 @@ from typing import Any
 
 import typer
 
+from seqrep.cli.options import command, config_params, config_values
+from seqrep.config import ReaderConfig
 from seqrep.data import load_corpus
 from seqrep.data.datasets import DATASETS, SPLITS
-from seqrep.data.readers import READERS
 from seqrep.data.types import Corpus
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -57,33 +58,31 @@ def _print_table(summary: dict[str, Any], name: str) -> None:
             console.print(f"  ... {len(notes) - _SHOWN_NOTES} more (see --json)", markup=False)
 
 
-@app.command()
-def stats(
-    name_or_path: str = typer.Argument(
-        ..., help=f"a dataset name ({', '.join(DATASETS)}) or a path"),
-    split: str = typer.Option("train", help=f"one of {', '.join(SPLITS)} (dev = validation)"),
-    format: str | None = typer.Option(
-        None, help=f"reader for a path: {', '.join(READERS)} (default: from the file)"),
-    as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
-    tag_column: int | None = typer.Option(
-        None, help="conll: index of the tag column (negative counts from the end)"),
-    scheme: str | None = typer.Option(
-        None, help="tag scheme: IOB1, IOB2/BIO, BIOES/BILOU, IO, TOKEN (default: detected)"),
-    strict: bool = typer.Option(False, "--strict", help="fail on invalid tag sequences"),
-    polarity: bool = typer.Option(False, "--polarity", help="ABSA: label terms by polarity"),
-    label_column: str | None = typer.Option(None, help="conllu: label column name or index"),
-    domain: list[str] | None = typer.Option(None, help="nlupp: a domain to read (repeatable)"),
-    fold: list[int] | None = typer.Option(None, help="nlupp: a fold to read (repeatable)"),
-    alignment: str | None = typer.Option(
-        None, help="character spans: expand, contract or strict"),
-) -> None:
+def _stats_params() -> list:
+    import inspect
+
+    kw = inspect.Parameter.KEYWORD_ONLY
+    return [
+        inspect.Parameter("name_or_path", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                          annotation=str, default=typer.Argument(
+                              ..., help=f"a dataset name ({', '.join(DATASETS)}) or a path")),
+        inspect.Parameter("split", kw, annotation=str, default=typer.Option(
+            "train", help=f"one of {', '.join(SPLITS)} (dev = validation)")),
+        inspect.Parameter("as_json", kw, annotation=bool, default=typer.Option(
+            False, "--json", help="print the figures as JSON")),
+    ] + config_params(ReaderConfig, short={"domains": "--domain", "folds": "--fold"})
+
+
+def stats_command(values: dict[str, Any]) -> None:
     """Count sentences, words and spans (per label), and report repaired tags and notes."""
-    corpus = load_corpus(name_or_path, split, format, tag_column=tag_column, scheme=scheme,
-                         strict=strict or None, polarity=polarity or None,
-                         label_column=label_column, domains=domain or None,
-                         folds=fold or None, alignment=alignment)
+    reader = ReaderConfig(**config_values(ReaderConfig, values))
+    corpus = load_corpus(values["name_or_path"], values["split"], reader.format,
+                         **reader.options())
     summary = corpus_summary(corpus)
-    if as_json:
+    if values["as_json"]:
         typer.echo(json.dumps(summary, indent=2, ensure_ascii=False))
     else:
         _print_table(summary, corpus.name)
+
+
+app.command("stats")(command(stats_command, _stats_params(), stats_command.__doc__ or ""))

@@ -1,48 +1,101 @@
-"""``seqrep evaluate``: score a trained labeler on a dataset split; ``seqrep score``: score a
-prediction file. Both seqeval strict IOB2."""
+"""``seqrep evaluate``: score a trained labeler on a dataset split or file; ``seqrep score``:
+score a prediction file. Spans: seqeval strict IOB2; token tagging: accuracy.
+
+JSON (``--json``) holds fractions (0..1), as every JSON seqrep writes; the tables print the same
+scores as percentages (columns marked %).
+"""
 
 from __future__ import annotations
 
 import json
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from seqrep.cli.options import parse_label_map
+from seqrep.cli.options import command, config_params, config_values, parse_label_map
+from seqrep.config import ReaderConfig
 
 
-def evaluate(
-    run: Path = typer.Argument(..., help="run folder (or a saved labeler folder)"),
-    dataset: str = typer.Option(..., "--dataset", help="named dataset or path to a data file"),
-    split: str = typer.Option("test", "--split", help="train, validation or test"),
-    format: str | None = typer.Option(None, "--format", help="file format of a path"),
-    decoding: str | None = typer.Option(None, "--decoding",
-                                        help="greedy or constrained (default: the run's)"),
-    label_map: list[str] | None = typer.Option(None, "--label-map",
-                                               help="rename dataset labels, OLD=NEW"),
-    batch_size: int = typer.Option(64, "--batch-size"),
-    as_json: bool = typer.Option(False, "--json", help="print JSON"),
-) -> None:
-    """Precision, recall and F1 (micro, strict IOB2 spans) and a per-label table."""
+def _params() -> list:
+    import inspect
+
+    kw = inspect.Parameter.KEYWORD_ONLY
+
+    def p(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+        return inspect.Parameter(name, kw, annotation=annotation, default=default)
+
+    return [
+        inspect.Parameter("run", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Path,
+                          default=typer.Argument(..., help="run folder (or a saved labeler "
+                                                           "folder)")),
+        p("dataset", str, typer.Option(..., "--dataset", help="named dataset, dataset folder "
+                                                              "or a data file")),
+        p("split", str | None, typer.Option(None, "--split", help="train, validation or test "
+                                            "(default: test for a dataset, the whole file for "
+                                            "a file)")),
+        p("decoding", str | None, typer.Option(None, "--decoding", help="greedy or "
+                                               "constrained (default: the run's)")),
+        p("label_map", list[str] | None, typer.Option(None, "--label-map",
+                                                      help="rename dataset labels, OLD=NEW")),
+        p("batch_size", int, typer.Option(64, "--batch-size")),
+        p("trust_remote_code", bool, typer.Option(False, "--trust-remote-code", help=(
+            "run code shipped with the model (never enabled by the run folder itself)"))),
+        p("as_json", bool, typer.Option(False, "--json", help="print JSON (fractions 0..1)")),
+        p("quiet", bool, typer.Option(False, "--quiet", "-q", help="no progress bar")),
+    ] + config_params(ReaderConfig)
+
+
+def evaluate_command(values: dict[str, Any]) -> None:
+    """Precision, recall and F1 (micro, strict IOB2 spans; accuracy for token tagging), a
+    per-label table, and predicted and gold span counts."""
     from seqrep.data import load_corpus
     from seqrep.evaluate import check_labels
     from seqrep.evaluate import evaluate as run_eval
     from seqrep.model.labeler import SequenceLabeler
 
-    labeler = SequenceLabeler.from_pretrained(run)
-    corpus = load_corpus(dataset, split, format)
+    reader = ReaderConfig(**config_values(ReaderConfig, values))
+    dataset, split = values["dataset"], values["split"]
+    if split is None:
+        split = "train" if Path(dataset).is_file() else "test"
+    labeler = SequenceLabeler.from_pretrained(values["run"], values["trust_remote_code"])
+    corpus = load_corpus(dataset, split, reader.format, **reader.options())
     gold = check_labels([s for s in corpus.sentences if len(s)], labeler.config.labels,
-                        corpus.name or dataset, parse_label_map(label_map))
-    result = run_eval(labeler, gold, decoding, batch_size)
+                        corpus.name or dataset, parse_label_map(values["label_map"]),
+                        labeler.config.task)
+    progress = None if values["quiet"] or values["as_json"] else _progress(len(gold))
+    result = run_eval(labeler, gold, values["decoding"], values["batch_size"], progress)
     show(result, f"{corpus.name or dataset}: {result['sentences']} sentences, "
-                 f"{result['seconds']:.1f} s", as_json)
+                 f"{result['seconds']:.1f} s", values["as_json"])
+
+
+evaluate = command(evaluate_command, _params(), evaluate_command.__doc__ or "")
+
+
+def _progress(total: int):  # noqa: ANN202 - a callback
+    """A progress callback: sentences done, sentences/s and ETA on stderr."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=total, unit="sent", file=sys.stderr, dynamic_ncols=True, mininterval=1.0)
+    start = time.perf_counter()
+
+    def update(done: int) -> None:
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+            rate = done / max(time.perf_counter() - start, 1e-9)
+            print(f"{done} sentences, {rate:.1f} sentences/s", file=sys.stderr)
+
+    return update
 
 
 def score(
     predictions: Path = typer.Argument(..., help="CoNLL columns: word ... gold predicted"),
-    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON (fractions 0..1)"),
 ) -> None:
     """Score a prediction file as conlleval does (seqeval strict IOB2): the last column is the
     prediction, the one before it the gold tag."""
@@ -53,16 +106,22 @@ def score(
 
 
 def show(result: dict, title: str, as_json: bool) -> None:
-    """Print a score as JSON or as a per-label table with the micro average."""
+    """Print a score as JSON (fractions) or as a per-label table in percent."""
     if as_json:
         typer.echo(json.dumps(result, indent=2))
         return
     table = Table(title=title)
-    for col in ("label", "precision", "recall", "f1", "support"):
+    for col in ("label", "precision %", "recall %", "f1 %", "support"):
         table.add_column(col, justify="left" if col == "label" else "right")
     for label, r in sorted(result["per_label"].items()):
         table.add_row(label, f"{r['precision'] * 100:.2f}", f"{r['recall'] * 100:.2f}",
                       f"{r['f1'] * 100:.2f}", str(r["support"]))
-    table.add_row("micro", f"{result['precision'] * 100:.2f}", f"{result['recall'] * 100:.2f}",
+    micro = "accuracy" if "accuracy" in result else "micro"
+    table.add_row(micro, f"{result['precision'] * 100:.2f}", f"{result['recall'] * 100:.2f}",
                   f"{result['f1'] * 100:.2f}", "", style="bold")
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    if "predicted_spans" in result:
+        console.print(f"spans: {result['predicted_spans']} predicted, {result['gold_spans']} "
+                      f"gold" + (" (the model predicts no span: F1 is 0)"
+                                 if not result["predicted_spans"] else ""), highlight=False)

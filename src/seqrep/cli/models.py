@@ -19,7 +19,7 @@ def models(as_json: bool = typer.Option(False, "--json", help="print JSON")) -> 
         return
     table = Table(title=f"packaged models (cache: {cache_dir()})")
     for col in ("alias", "kind", "hub id", "installed", "cached", "install with"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for r in rows:
         table.add_row(r["alias"], r["kind"], r["hub_id"], "yes" if r["installed"] else "no",
                       "yes" if r["cached"] else "no", "" if r["installed"] else r["install"])

@@ -9,6 +9,31 @@ from pathlib import Path
 import typer
 
 
+def _lines(text: str) -> list[str]:
+    """One text per ``\\n`` line (a final newline ends the last line; ``\\r\\n`` counts as one
+    break); other Unicode line separators stay inside their line, so output lines match input
+    lines one to one."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [x[:-1] if x.endswith("\r") else x for x in lines]
+
+
+def _stdin() -> str:
+    from seqrep.errors import DataError
+
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        raise DataError("<stdin>", f"not valid UTF-8 (byte {err.start})", line) from None
+
+
 def predict(
     run: Path = typer.Argument(..., help="run folder (or a saved labeler folder)"),
     text: str | None = typer.Argument(None, help="text to label; '-' reads stdin"),
@@ -19,12 +44,17 @@ def predict(
                                help="input lines are pre-tokenized, whitespace-separated words"),
     decoding: str | None = typer.Option(None, "--decoding", help="greedy or constrained"),
     batch_size: int = typer.Option(32, "--batch-size"),
+    trust_remote_code: bool = typer.Option(
+        False, "--trust-remote-code",
+        help="run code shipped with the model (never enabled by the run folder itself)"),
 ) -> None:
-    """Print one JSON line per input text (spans with character offsets), or CoNLL columns.
+    """Print one JSON line per input line (spans with character offsets), or CoNLL columns.
 
-    Raw text is split into sentences at line breaks and after . ! ? followed by a capital,
-    and into words by seqrep's tokenizer (punctuation split off, U.S.-style abbreviations
-    and numbers kept whole).
+    Each line is one text. Within it, sentences end at a . ! or ? followed by a space and a
+    capital letter, digit or opening quote (not after common abbreviations such as Dr. or
+    e.g.), and words are split by seqrep's tokenizer (punctuation split off, English clitics
+    split as in CoNLL, numbers, U.S.-style abbreviations, URLs, e-mail addresses, @mentions and
+    #hashtags kept whole).
     """
     from seqrep.errors import ConfigError
     from seqrep.model.labeler import SequenceLabeler
@@ -35,15 +65,18 @@ def predict(
     if input is not None:
         from seqrep.data.sources import read_text
 
-        texts = read_text(input).splitlines() if input.is_file() and input.stat().st_size \
-            else [] if input.is_file() else read_text(input).splitlines()
+        texts = [] if input.is_file() and not input.stat().st_size else _lines(read_text(input))
     elif text == "-" or text is None:
-        texts = sys.stdin.read().splitlines() if text == "-" or not sys.stdin.isatty() else []
+        texts = _lines(_stdin()) if text == "-" or not sys.stdin.isatty() else []
         if text is None and not texts:
             raise ConfigError("give TEXT, --input FILE, or '-' to read stdin")
     else:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError("TEXT is not valid UTF-8; pass it in a file with --input") from None
         texts = [text]
-    labeler = SequenceLabeler.from_pretrained(run)
+    labeler = SequenceLabeler.from_pretrained(run, trust_remote_code)
     for record in predict_text(labeler, texts, decoding, batch_size, pretokenized=words):
         if output_format == "conll":
             sys.stdout.write(to_conll(record))

@@ -15,7 +15,7 @@ from typing import Any
 import typer
 
 from seqrep.cli.options import command, config_params, config_values
-from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.config import LabelerConfig, ReaderConfig, TrainConfig
 
 # LabelerConfig.decoding is what the saved model uses; training sets it from TrainConfig's
 SKIP_LABELER = ("decoding",)
@@ -24,7 +24,14 @@ SHORT = {"repetitions": "-r"}
 
 def _params() -> list[inspect.Parameter]:
     kw = inspect.Parameter.KEYWORD_ONLY
+    def path_option(name: str, help: str) -> inspect.Parameter:
+        return inspect.Parameter(name, kw, annotation=str | None,
+                                 default=typer.Option(None, f"--{name}", help=help))
+
     extra = [
+        path_option("train", "training file (sets --dataset to it)"),
+        path_option("validation", "validation file (sets --eval-split to it)"),
+        path_option("test", "test file (sets --test-split to it)"),
         inspect.Parameter("output", kw, annotation=Path, default=typer.Option(
             ..., "--output", "-o", help="run folder to create")),
         inspect.Parameter("resume", kw, annotation=bool, default=typer.Option(
@@ -35,7 +42,7 @@ def _params() -> list[inspect.Parameter]:
             False, "--quiet", "-q", help="no progress output")),
     ]
     return (config_params(LabelerConfig, SKIP_LABELER, SHORT) + config_params(TrainConfig)
-            + extra)
+            + config_params(ReaderConfig, ("format",)) + extra)
 
 
 def train_command(values: dict[str, Any]) -> None:
@@ -44,12 +51,19 @@ def train_command(values: dict[str, Any]) -> None:
 
     from seqrep.train import train
 
+    for name, field in (("train", "dataset"), ("validation", "eval_split"),
+                        ("test", "test_split")):
+        if values.get(name):
+            values[field] = values[name]
     labeler = LabelerConfig(**config_values(LabelerConfig, values, SKIP_LABELER))
     cfg = TrainConfig(**config_values(TrainConfig, values))
+    reader = ReaderConfig(**config_values(ReaderConfig, values, ("format",)))
     torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
     metrics = train(labeler, cfg, values["output"], overwrite=values["overwrite"],
-                    resume=values["resume"], quiet=values["quiet"])
-    summary = {k: metrics.get(k) for k in ("status", "decoding", "train_seconds")}
+                    resume=values["resume"], quiet=values["quiet"],
+                    reader_options=reader.options())
+    # scores are fractions (0..1) in every JSON seqrep writes
+    summary = {k: metrics.get(k) for k in ("status", "task", "decoding", "train_seconds")}
     if metrics.get("validation"):
         summary["validation_f1"] = metrics["validation"]["f1"]
     if metrics.get("test"):

@@ -2,7 +2,9 @@
 
 :func:`load_data` reads the splits a :class:`~seqrep.config.TrainConfig` names (a dataset
 name, a file, or a file per split), takes the fixed random subsets it asks for, and drops empty
-sentences. :func:`tag_inventory` is the model's tag set as found in the data.
+sentences. :func:`resolve_task` tells span labeling (IOB2) from token tagging (POS: one plain
+tag per word), :func:`tag_inventory` is the model's classes as found in the data and
+:func:`task_tags` writes gold tags the way the task scores them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seqrep.data.types import Corpus, Sentence
+from seqrep.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
     from seqrep.config import TrainConfig
@@ -25,6 +28,17 @@ class TrainData:
     train: list[Sentence]
     eval: list[Sentence]
     test: list[Sentence] = field(default_factory=list)
+    validation_source: str = "the validation split"
+
+
+def _check_split(value: str, option: str) -> None:
+    """A split setting is a split name or an existing file; anything else is a typo."""
+    from seqrep.data.datasets import SPLIT_ALIASES, SPLITS
+
+    if value in SPLITS or value in SPLIT_ALIASES or Path(value).is_file():
+        return
+    raise ConfigError(f"{option}={value!r} is neither a split name ({', '.join(SPLITS)}, "
+                      f"{', '.join(SPLIT_ALIASES)}) nor an existing file")
 
 
 def load_data(cfg: TrainConfig, reader_options: dict[str, Any] | None = None) -> TrainData:
@@ -36,6 +50,10 @@ def load_data(cfg: TrainConfig, reader_options: dict[str, Any] | None = None) ->
     """
     from seqrep.data import load_corpus
 
+    _check_split(cfg.train_split, "train_split")
+    _check_split(cfg.eval_split, "eval_split")
+    if cfg.test_split:
+        _check_split(cfg.test_split, "test_split")
     single_file = Path(cfg.dataset).is_file()
     opts = reader_options or {}
 
@@ -54,21 +72,53 @@ def load_data(cfg: TrainConfig, reader_options: dict[str, Any] | None = None) ->
         return [sents[i] for i in keep]
 
     train = read(cfg.train_split)
+    if not train:
+        raise DataError(cfg.dataset, f"no non-empty sentence in the {cfg.train_split} split")
+    source = f"the {cfg.eval_split} split"
+    if Path(cfg.eval_split).is_file():
+        source = f"the file {cfg.eval_split}"
     if single_file and not Path(cfg.eval_split).is_file():
+        if len(train) < 2:
+            raise DataError(cfg.dataset, "one sentence cannot be split into training and "
+                                         "validation; give a validation file")
         rng = random.Random(cfg.subset_seed)
         held = set(rng.sample(range(len(train)), max(1, len(train) // 10)))
         evals = [s for i, s in enumerate(train) if i in held]
         train = [s for i, s in enumerate(train) if i not in held]
+        source = (f"{len(evals)} sentences (10 %) carved from the training file with "
+                  f"subset_seed {cfg.subset_seed}")
     else:
         evals = read(cfg.eval_split)
+    if not evals:
+        raise DataError(cfg.eval_split, "no non-empty sentence to validate on")
     test: list[Sentence] = []
     if cfg.test_split and (not single_file or Path(cfg.test_split).is_file()):
         test = read(cfg.test_split)[: cfg.max_test_sentences]
     return TrainData(subset(train, cfg.max_train_sentences),
-                     subset(evals, cfg.max_eval_sentences), test)
+                     subset(evals, cfg.max_eval_sentences), test, source)
 
 
-def tag_inventory(sentences: list[Sentence]) -> list[str]:
-    """``O`` then ``B-X``, ``I-X`` for every span label X seen in training, sorted."""
+def resolve_task(task: str, sentences: list[Sentence]) -> str:
+    """``spans`` or ``tokens``; ``auto`` is ``tokens`` when every word has its own plain tag
+    (readers store a plain tag X as ``B-X``: no word is ``O`` or ``I-``), as in POS tagging."""
+    if task != "auto":
+        return task
+    plain = all(t.startswith("B-") for s in sentences for t in s.tags)
+    return "tokens" if plain and any(len(s) for s in sentences) else "spans"
+
+
+def task_tags(tags: tuple[str, ...] | list[str], task: str) -> tuple[str, ...]:
+    """Gold tags as a task scores them: IOB2 for spans, plain tags (``B-NOUN`` -> ``NOUN``)
+    for tokens."""
+    if task == "tokens":
+        return tuple(t[2:] if t[:2] in ("B-", "I-") else t for t in tags)
+    return tuple(tags)
+
+
+def tag_inventory(sentences: list[Sentence], task: str = "spans") -> list[str]:
+    """The model's classes, sorted: ``O`` then ``B-X``, ``I-X`` for every span label X
+    (spans), or every plain tag seen (tokens)."""
+    if task == "tokens":
+        return sorted({t for s in sentences for t in task_tags(s.tags, task)})
     types = sorted({t[2:] for s in sentences for t in s.tags if t != "O"})
     return ["O"] + [f"{p}-{x}" for x in types for p in ("B", "I")]

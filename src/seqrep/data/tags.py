@@ -108,6 +108,22 @@ def tags_to_spans(tags: Sequence[str], scheme: str = "IOB2",
     return spans, repaired
 
 
+def strict_spans(tags: Sequence[str]) -> list[SpanTuple]:
+    """Spans of IOB2 tags as seqeval's strict mode reads them, the rule evaluation scores by:
+    a span is ``B-X`` followed by any ``I-X``; an ``I-`` that continues no open span of its
+    type belongs to no span (it is not repaired)."""
+    spans: list[SpanTuple] = []
+    start, label = -1, None
+    for i, tag in enumerate(list(tags) + ["O"]):
+        prefix, lab = split_tag(tag)
+        if prefix == "I" and label is not None and lab == label:
+            continue
+        if label is not None:
+            spans.append((start, i, label))
+        start, label = (i, lab) if prefix == "B" else (-1, None)
+    return spans
+
+
 def spans_to_tags(spans: Iterable[SpanTuple], n: int, scheme: str = "IOB2") -> list[str]:
     """Write spans as ``n`` tags in ``scheme``.
 

@@ -9,6 +9,7 @@ A grid file (YAML)::
     seeds: [1, 2, 3]
     labeler: {finetune: full, exit_layer: 20}     # shared LabelerConfig settings
     train: {epochs: 2, max_train_sentences: 1000}  # shared TrainConfig settings
+    reader: {tag_column: 1}      # optional ReaderConfig settings (as on the command line)
     per_dataset: {rest14: {train: {epochs: 3}}}    # optional overrides by dataset
     strategies:                  # each entry: settings; a list value is one axis
       - {repetitions: [0, 1, 2, 4]}
@@ -16,7 +17,8 @@ A grid file (YAML)::
       - {model: minilm-l6}
       - {probe: true, repetitions: [0, 1, 2, 4], layers: [5, 10, 15, 20, 25, 30]}
 
-A run's identity is a hash of its full resolved configuration; a run whose id is already in
+A run's identity is a hash of its full resolved configuration (:mod:`seqrep.lab.identity`);
+a run whose id is already in
 the results store is skipped, and a run folder left incomplete is resumed, so an interrupted
 grid continues where it stopped. Each run executes in a fresh process, which isolates its
 memory and gives its peak resident memory.
@@ -25,16 +27,15 @@ memory and gives its peak resident memory.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.config import LabelerConfig, ReaderConfig, TrainConfig
 from seqrep.errors import ConfigError
+from seqrep.lab.identity import config_hash
 from seqrep.lab.results import append_record, environment, read_records
 
 LABELER_KEYS = {f.name for f in dataclasses.fields(LabelerConfig)}
@@ -49,18 +50,20 @@ class GridRun:
     labeler: LabelerConfig
     train: TrainConfig
     probe_layers: tuple[int, ...] | None = None
+    reader: ReaderConfig = ReaderConfig()
 
     @property
     def config(self) -> dict[str, Any]:
         cfg = {"labeler": self.labeler.to_dict(), "train": self.train.to_dict()}
         if self.probe_layers is not None:
             cfg["probe_layers"] = list(self.probe_layers)
+        if self.reader != ReaderConfig():
+            cfg["reader"] = self.reader.to_dict()
         return cfg
 
     @property
     def run_id(self) -> str:
-        blob = json.dumps(self.config, sort_keys=True).encode()
-        return hashlib.sha1(blob).hexdigest()[:12]
+        return config_hash(self.config)
 
     @property
     def name(self) -> str:
@@ -97,11 +100,15 @@ def expand(spec: dict[str, Any]) -> list[GridRun]:
         if not spec.get(key):
             raise ConfigError(f"grid: {key!r} must be a non-empty list")
     known = {"output", "results", "models", "datasets", "seeds", "labeler", "train",
-             "per_dataset", "strategies", "name"}
+             "reader", "per_dataset", "strategies", "name"}
     unknown = set(spec) - known
     if unknown:
         raise ConfigError(f"grid: unknown keys {sorted(unknown)}; expected {sorted(known)}")
     base_lab, base_tr, _ = _split({**spec.get("labeler", {}), **spec.get("train", {})}, "grid")
+    try:
+        reader = ReaderConfig(**(spec.get("reader") or {}))
+    except TypeError as err:
+        raise ConfigError(f"grid: reader: {err}; settings are ReaderConfig fields") from None
     runs: list[GridRun] = []
     for i, entry in enumerate(spec["strategies"]):
         for combo in _axes(entry):
@@ -113,12 +120,12 @@ def expand(spec: dict[str, Any]) -> list[GridRun]:
                 lab = LabelerConfig(**{**base_lab, **per.get("labeler", {}), **lab_s,
                                        "model": model})
                 tr = TrainConfig(**{**base_tr, **per.get("train", {}), **tr_s,
-                                    "dataset": dataset, "seed": seed})
+                                    "dataset": dataset, "seed": seed}).resolved(lab.finetune)
                 layers = None
                 if probe.get("probe"):
                     lab = lab.replace(finetune="frozen")
                     layers = tuple(probe.get("layers") or ())
-                runs.append(GridRun(lab, tr, layers))
+                runs.append(GridRun(lab, tr, layers, reader))
     seen, unique = set(), []
     for r in runs:
         if r.run_id not in seen:
@@ -161,11 +168,12 @@ def execute(run: GridRun, folder: Path) -> dict[str, Any]:
     if run.probe_layers is not None:
         from seqrep.lab.probe import run_probe
 
-        metrics = run_probe(run.labeler, run.train, list(run.probe_layers), folder)
+        metrics = run_probe(run.labeler, run.train, list(run.probe_layers), folder,
+                            reader_options=run.reader.options())
     else:
         resume = (folder / "run.json").exists()
         metrics = train(run.labeler, run.train, folder, resume=resume, overwrite=not resume,
-                        quiet=True)
+                        quiet=True, reader_options=run.reader.options())
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"metrics": metrics, "wall_seconds": round(time.time() - start, 1),
             "peak_memory_mb": round(peak_mb, 1)}

@@ -7,7 +7,6 @@ one batched einsum. This makes sweeps over layers x repetitions cheap enough for
 
 from __future__ import annotations
 
-import random
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from seqrep.decode import decode
 from seqrep.evaluate import check_labels, score
 from seqrep.fileio import write_json
 from seqrep.model.labeler import SequenceLabeler
+from seqrep.train.run import seeded
 
 
 def features(labeler: SequenceLabeler, sentences: list[Sentence], layers: list[int],
@@ -75,16 +75,22 @@ def fit_heads(x: torch.Tensor, y: torch.Tensor, x_val: torch.Tensor, val: list[S
 
 
 def run_probe(labeler_config: LabelerConfig, train_config: TrainConfig, layers: list[int],
-              output: str | Path | None = None, epochs: int = 30, lr: float = 1e-3
-              ) -> list[dict[str, Any]]:
+              output: str | Path | None = None, epochs: int = 30, lr: float = 1e-3,
+              reader_options: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Probe ``layers`` (1-based; empty: all) and score each on validation and test.
 
     Returns:
         One metrics dict per layer (``layer``, ``validation``, ``test``, ``decoding``, times).
     """
-    torch.manual_seed(train_config.seed)
-    random.seed(train_config.seed)
-    data = load_data(train_config)
+    with seeded(train_config.seed):
+        return _probe(labeler_config, train_config, layers, output, epochs, lr,
+                      reader_options)
+
+
+def _probe(labeler_config: LabelerConfig, train_config: TrainConfig, layers: list[int],
+           output: str | Path | None, epochs: int, lr: float,
+           reader_options: dict[str, Any] | None) -> list[dict[str, Any]]:
+    data = load_data(train_config, reader_options)
     labels = tag_inventory(data.train + data.eval + data.test)
     data.eval = check_labels(data.eval, labels, "the validation split")
     data.test = check_labels(data.test, labels, "the test split")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.fileio import write_text
+from seqrep.lab.identity import setting_hash
 from seqrep.lab.results import read_records
 
 
@@ -34,12 +35,23 @@ def summarize(values: Iterable[float]) -> dict[str, float | int | None]:
     return {"n": n, "mean": mean, "std": std, "ci95": half}
 
 
+# The fields the comparisons vary (r, unmasking, exit layer): shown as columns and left out of
+# the "rest" hash, so a baseline row is found by changing them and keeping the rest.
+VARIED = (("labeler", "repetitions"), ("labeler", "unmask"), ("labeler", "exit_layer"))
+
+
 def strategy(record: dict[str, Any]) -> dict[str, Any]:
-    """The settings that tell runs apart, apart from the seed."""
+    """The setting a run belongs to: every configuration field except the seed.
+
+    The columns of the tables come first; ``rest`` is the hash of all other fields
+    (:func:`seqrep.lab.identity.setting_hash`), so runs that differ in anything (learning
+    rate, read, subtoken, LoRA rank, the dataset's path ...) are never pooled as seeds.
+    """
     lab, tr = record["config"]["labeler"], record["config"]["train"]
     probe = "probe_layers" in record["config"]
     exit_layer = record["metrics"].get("layer") if probe else lab.get("exit_layer")
-    return {"model": Path(lab["model"]).name, "dataset": Path(tr["dataset"]).name,
+    return {"rest": setting_hash(record["config"], VARIED),
+            "model": Path(lab["model"]).name, "dataset": Path(tr["dataset"]).name,
             "finetune": "probe" if probe else lab["finetune"], "r": lab["repetitions"],
             "unmask": lab["unmask"], "exit_layer": exit_layer,
             "train_sentences": record["metrics"].get("train_sentences"),

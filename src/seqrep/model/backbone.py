@@ -88,19 +88,24 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
         with quiet_transformers():
             config = AutoConfig.from_pretrained(source, **kw)
     except (OSError, ValueError) as err:
-        hint = f"; packaged aliases: {', '.join(PACKAGED)}" if not Path(source).exists() else ""
-        raise ModelError(f"cannot load model {name!r}: {str(err).splitlines()[0]}{hint}") from None
+        raise _load_error(name, source, err) from None
     total = int(config.num_hidden_layers)
     if exit_layer is not None:
         if not 1 <= exit_layer <= total:
             raise ModelError(f"exit_layer={exit_layer} but {name} has {total} layers "
                              f"(choose 1..{total})")
         cut_config(config, exit_layer)
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer or source, **kw)
-    with quiet_transformers():
-        model = AutoModel.from_pretrained(
-            source, config=config, dtype=getattr(torch, dtype), use_safetensors=True,
-            attn_implementation=attn_implementation, **kw)
+    if Path(source).is_dir() and not any(Path(source).glob("*.safetensors*")):
+        raise ModelError(f"{source}: no safetensors weights (seqrep never unpickles "
+                         f"pytorch_model.bin or other pickles, which can run code)")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer or source, **kw)
+        with quiet_transformers():
+            model = AutoModel.from_pretrained(
+                source, config=config, dtype=getattr(torch, dtype), use_safetensors=True,
+                attn_implementation=attn_implementation, **kw)
+    except (OSError, ValueError) as err:
+        raise _load_error(name, source, err) from None
     pad_id = pad_token_id(tokenizer, model.get_input_embeddings().num_embeddings)
     if getattr(model.config, "pad_token_id", None) is None:
         model.config.pad_token_id = pad_id
@@ -111,6 +116,17 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
     info = BackboneInfo(source, is_encoder, total, len(layer_stack(model)),
                         int(model.config.hidden_size), pad_id)
     return Backbone(model, tokenizer, info)
+
+
+def _load_error(name: str, source: str, err: Exception) -> ModelError:
+    first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    if "trust_remote_code" in str(err):
+        return ModelError(f"cannot load model {name!r}: it needs code from its repository, "
+                          f"which seqrep runs only when you pass --trust-remote-code "
+                          f"(trust_remote_code=True); a model folder's own settings never "
+                          f"enable it")
+    hint = f"; packaged aliases: {', '.join(PACKAGED)}" if not Path(source).exists() else ""
+    return ModelError(f"cannot load model {name!r}: {first}{hint}")
 
 
 def pad_token_id(tokenizer: Any, vocab_size: int) -> int:

@@ -1,5 +1,10 @@
 """Saving and loading a labeler folder (safetensors only; no pickles are ever loaded).
 
+A labeler folder may come from anyone, so loading trusts nothing it says about code: remote
+code runs only when the caller passes ``trust_remote_code=True`` (the folder's own setting is
+ignored), and a backbone or adapter without safetensors weights is refused before any library
+that could unpickle is called.
+
 Layout::
 
     DIR/config.json          LabelerConfig (labels included) + seqrep version
@@ -66,20 +71,48 @@ def read_config(path: Path) -> LabelerConfig:
         raise ModelError(f"{cfg}: not a seqrep labeler config ({err})") from None
 
 
-def load_labeler(cls: type[SequenceLabeler], path: Path) -> SequenceLabeler:
-    """Rebuild a labeler from its folder (or a run folder's best model)."""
+def _require_safetensors(folder: Path, what: str) -> None:
+    if not any(folder.glob("*.safetensors")):
+        pickles = sorted(p.name for p in folder.glob("*") if p.suffix in (".bin", ".pt", ".pth",
+                                                                          ".pkl", ".ckpt"))
+        found = f" (found {', '.join(pickles)}, which could run code when unpickled)" \
+            if pickles else ""
+        raise ModelError(f"{folder}: no safetensors weights for the {what}{found}; seqrep "
+                         f"loads safetensors only")
+
+
+def load_labeler(cls: type[SequenceLabeler], path: Path,
+                 trust_remote_code: bool = False) -> SequenceLabeler:
+    """Rebuild a labeler from its folder (or a run folder's best model).
+
+    Args:
+        cls: the labeler class.
+        path: a labeler folder or a run folder.
+        trust_remote_code: allow code shipped with the backbone (the caller's decision; the
+            folder's saved setting is never used).
+    """
     path = model_dir(path)
-    config = read_config(path)
+    saved = read_config(path)
+    config = saved.replace(trust_remote_code=trust_remote_code)
     tokenizer = str(path / "tokenizer")
     if config.finetune == "full":
         # the saved backbone is already cut, and carries its own weights
+        _require_safetensors(path / "backbone", "backbone")
         backbone = cls._load_backbone(config, str(path / "backbone"), False, tokenizer)
     else:
+        if config.finetune == "lora":
+            _require_safetensors(path / "adapter", "LoRA adapter")
         backbone = cls._load_backbone(config, tokenizer=tokenizer)
     labeler = cls(config.replace(finetune="frozen"), backbone)
     labeler.config = config
     if config.finetune == "lora":
         labeler.backbone = load_adapter(labeler.backbone, path / "adapter")
-    labeler.head.load_state_dict(load_file(str(path / "head.safetensors")))
+    head = path / "head.safetensors"
+    try:
+        labeler.head.load_state_dict(load_file(str(head)))
+    except Exception as err:  # noqa: BLE001 - safetensors and torch raise several types
+        raise ModelError(f"{head}: not a head for this labeler "
+                         f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+                         ) from None
     labeler.eval()
     return labeler

@@ -79,11 +79,18 @@ class SequenceLabeler(nn.Module):
                              config.trust_remote_code, tokenizer)
 
     @classmethod
-    def from_pretrained(cls, path: str | Path) -> SequenceLabeler:
-        """Load a labeler saved by :meth:`save_pretrained` (safetensors only)."""
+    def from_pretrained(cls, path: str | Path, trust_remote_code: bool = False
+                        ) -> SequenceLabeler:
+        """Load a labeler saved by :meth:`save_pretrained` or a run folder (safetensors only).
+
+        Args:
+            path: the labeler folder, or a run folder (its ``best/`` model).
+            trust_remote_code: run code shipped with the backbone; only the caller decides,
+                never the folder.
+        """
         from seqrep.model.io import load_labeler
 
-        return load_labeler(cls, Path(path))
+        return load_labeler(cls, Path(path), trust_remote_code)
 
     def save_pretrained(self, path: str | Path) -> Path:
         """Write the labeler to a folder atomically: config, labels, head, adapter/backbone."""

@@ -42,13 +42,51 @@ def save_checkpoint(path: Path, model: torch.nn.Module, optimizer: torch.optim.O
         write_json(tmp / "state.json", {"state": state.to_dict(), "param_groups": groups})
 
 
+def _corrupt(path: Path, what: str) -> SeqrepError:
+    return SeqrepError(f"{path}: {what}; the checkpoint is damaged, so start the run over "
+                       f"(--overwrite instead of --resume)")
+
+
+def _tensors(path: Path) -> dict[str, torch.Tensor]:
+    """A safetensors file of the checkpoint, or one line naming it (never unpickled)."""
+    try:
+        return load_file(str(path))
+    except Exception as err:  # noqa: BLE001 - safetensors raises its own error types
+        raise _corrupt(path, f"not a readable safetensors file "
+                             f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+                       ) from None
+
+
 def load_checkpoint(path: Path, model: torch.nn.Module,
                     optimizer: torch.optim.Optimizer) -> TrainState:
-    """Restore what :func:`save_checkpoint` wrote; returns the saved state."""
+    """Restore what :func:`save_checkpoint` wrote; returns the saved state.
+
+    Raises:
+        SeqrepError: a missing, truncated or tampered file, named, with what to do.
+    """
     if not (path / "state.json").exists():
         raise SeqrepError(f"{path}: no checkpoint to resume from")
-    saved = json.loads((path / "state.json").read_text(encoding="utf-8"))
-    weights = load_file(str(path / "trainable.safetensors"))
+    try:
+        saved = json.loads((path / "state.json").read_text(encoding="utf-8"))
+        state = TrainState.from_dict(saved.get("state", saved.get("progress")))
+        groups = saved["param_groups"]
+        if len(groups) != len(optimizer.param_groups):
+            raise ValueError(f"{len(groups)} parameter groups, the model has "
+                             f"{len(optimizer.param_groups)}")
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise _corrupt(path / "state.json", f"not a valid training state ({err})") from None
+    try:
+        _restore(path, model, optimizer, groups)
+    except SeqrepError:
+        raise
+    except (RuntimeError, ValueError, KeyError, TypeError) as err:
+        raise _corrupt(path, f"does not fit the model ({str(err).splitlines()[0]})") from None
+    return state
+
+
+def _restore(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+             groups: list[dict]) -> None:
+    weights = _tensors(path / "trainable.safetensors")
     params = dict(model.named_parameters())
     missing = set(weights) ^ {n for n, p in params.items() if p.requires_grad}
     if missing:
@@ -57,13 +95,13 @@ def load_checkpoint(path: Path, model: torch.nn.Module,
     with torch.no_grad():
         for n, t in weights.items():
             params[n].copy_(t)
-    moments = load_file(str(path / "optimizer.safetensors"))
-    for group, saved_group in zip(optimizer.param_groups, saved["param_groups"]):
+    moments = _tensors(path / "optimizer.safetensors")
+    rng = _tensors(path / "rng.safetensors")
+    for group, saved_group in zip(optimizer.param_groups, groups):
         for key, value in saved_group.items():
             if key != "params":
                 group[key] = value
         for p, name in zip(group["params"], saved_group["params"]):
             optimizer.state[p] = {k.split("::", 1)[1]: v for k, v in moments.items()
                                   if k.split("::", 1)[0] == name}
-    torch.set_rng_state(load_file(str(path / "rng.safetensors"))["torch"])
-    return TrainState.from_dict(saved["state"])
+    torch.set_rng_state(rng["torch"])

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ class Trainer:
                 loss = loss_fn(self.labeler(batch), batch.labels)
                 (loss / cfg.grad_accum).backward()
                 s.tokens += batch.tokens
+                s.sentences += sum(0 in self.items[i].segment.words for i in batches[s.batch])
                 s.loss_sum += loss.item()
                 s.loss_n += 1
                 s.batch += 1
@@ -90,7 +92,9 @@ class Trainer:
         """Evaluate / checkpoint as configured; True to stop the epoch loop."""
         cfg, s = self.cfg, self.state
         step = s.step
-        evaluate_now = (step % cfg.eval_every == 0) if cfg.eval_every else last_of_epoch
+        final = last_of_epoch and s.epoch == cfg.epochs - 1  # the end of training
+        evaluate_now = final or ((step % cfg.eval_every == 0) if cfg.eval_every
+                                 else last_of_epoch)
         if evaluate_now:
             self.evaluate_and_select()
             if cfg.early_stopping and s.bad_evals >= cfg.early_stopping:
@@ -111,38 +115,55 @@ class Trainer:
         return self.labeler.word_logits([s.words for s in sentences], self.cfg.eval_batch_size)
 
     def evaluate_and_select(self) -> dict[str, Any]:
-        s = self.state
+        """Score the validation split, log it, and save the model if it is the best so far.
+
+        With ``decoding=auto`` the decoding that scores higher (constrained on a tie) is the
+        one the evaluation reports, selects on and saves, so the logged F1 is always that of
+        the decoding the saved model uses.
+        """
+        s, task = self.state, self.lcfg.task
         t0 = time.perf_counter()
         logits = self.eval_logits(self.data.eval)
-        result = scores_by_decoding(logits, self.data.eval, self.lcfg.labels)
-        chosen = "constrained" if self.cfg.decoding in ("auto", "constrained") else "greedy"
-        f1 = result[chosen]["f1"]
+        result = scores_by_decoding(logits, self.data.eval, self.lcfg.labels, task)
+        chosen = self._decoding(result)
+        best = result[chosen]
+        f1 = best["f1"]
         record = {"epoch": s.epoch + s.batch / max(1, self.batches_per_epoch),
                   "step": s.step, "train_loss": s.loss_sum / max(1, s.loss_n),
-                  "f1": f1, "precision": result[chosen]["precision"],
-                  "recall": result[chosen]["recall"], "f1_greedy": result["greedy"]["f1"],
+                  "f1": f1, "precision": best["precision"], "recall": best["recall"],
+                  "decoding": chosen, "f1_greedy": result["greedy"]["f1"],
                   "f1_constrained": result["constrained"]["f1"],
                   "eval_seconds": round(time.perf_counter() - t0, 2),
                   "train_seconds": round(s.train_seconds, 2)}
+        if task == "spans":
+            record["predicted_spans"] = best["predicted_spans"]
+            record["gold_spans"] = best["gold_spans"]
         append_jsonl(self.output / "log.jsonl", record)
         s.evals += 1
         s.loss_sum, s.loss_n = 0.0, 0
         if f1 > s.best_f1:
             s.best_f1, s.best, s.bad_evals = f1, record, 0
-            self.labeler.config = self.lcfg.replace(decoding=self._decoding(record))
+            self.labeler.config = self.lcfg.replace(decoding=chosen)
             self.labeler.save_pretrained(self.output / "best")
         else:
             s.bad_evals += 1
+        if task == "spans" and best["predicted_spans"] == 0:
+            print(f"warning: step {s.step}: the model predicts no span on the validation "
+                  f"split ({best['gold_spans']} gold spans), so its F1 is 0; train longer "
+                  f"or with a higher learning rate", file=sys.stderr, flush=True)
         if not self.quiet:
-            print(f"eval step {s.step}: val F1 {f1 * 100:.2f} (greedy "
-                  f"{record['f1_greedy'] * 100:.2f}), best {s.best_f1 * 100:.2f}", flush=True)
+            print(f"eval step {s.step}: val F1 {f1 * 100:.2f}% ({chosen}; greedy "
+                  f"{record['f1_greedy'] * 100:.2f}%), best {s.best_f1 * 100:.2f}%", flush=True)
         return record
 
-    def _decoding(self, record: dict[str, Any]) -> str:
+    def _decoding(self, result: dict[str, dict[str, Any]]) -> str:
+        if self.lcfg.task == "tokens":
+            return "greedy"
         if self.cfg.decoding != "auto":
             return self.cfg.decoding
         # constrained by default, unless greedy is strictly better on validation
-        return "greedy" if record["f1_greedy"] > record["f1_constrained"] else "constrained"
+        better = result["greedy"]["f1"] > result["constrained"]["f1"]
+        return "greedy" if better else "constrained"
 
     # ------------------------------------------------------------------ state
     def save(self) -> None:
@@ -153,8 +174,10 @@ class Trainer:
 
     def _postfix(self) -> dict[str, str]:
         s = self.state
-        return {"loss": f"{s.loss_sum / max(1, s.loss_n):.4f}",
-                "val_f1": f"{max(s.best_f1, 0) * 100:.2f}"}
+        out = {"loss": f"{s.loss_sum / max(1, s.loss_n):.4f}"}
+        if s.best is not None:  # nothing to show before the first evaluation
+            out["best_val_f1"] = f"{s.best_f1 * 100:.2f}%"
+        return out
 
     def _bar(self):  # noqa: ANN202
         from tqdm.auto import tqdm
@@ -164,11 +187,15 @@ class Trainer:
                     disable=self.quiet, dynamic_ncols=True, mininterval=2.0)
 
 
-def scores_by_decoding(logits: list[torch.Tensor], gold: list[Sentence],
-                       labels: list[str]) -> dict[str, dict[str, Any]]:
-    """Scores of both decodings from one set of logits."""
+def scores_by_decoding(logits: list[torch.Tensor], gold: list[Sentence], labels: list[str],
+                       task: str = "spans") -> dict[str, dict[str, Any]]:
+    """Scores of both decodings from one set of logits (token tagging has only greedy: both
+    keys hold its score)."""
     out = {}
     for method in ("greedy", "constrained"):
+        if task == "tokens" and method == "constrained":
+            out[method] = out["greedy"]
+            continue
         pred = [decode(x, labels, method)[0] for x in logits]
-        out[method] = score([s.tags for s in gold], pred)
+        out[method] = score([s.tags for s in gold], pred, task)
     return out

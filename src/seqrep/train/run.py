@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from seqrep.config import LabelerConfig, TrainConfig
-from seqrep.data.splits import load_data, tag_inventory
+from seqrep.data.splits import load_data, resolve_task, tag_inventory
 from seqrep.errors import SeqrepError
 from seqrep.evaluate import check_labels
 from seqrep.fileio import write_json
@@ -30,8 +30,15 @@ from seqrep.model.labeler import SequenceLabeler
 from seqrep.train.loop import Trainer
 
 
-def prepare_output(output: Path, overwrite: bool, resume: bool) -> None:
-    """Refuse to clobber another run unless asked."""
+def check_output(output: Path, overwrite: bool, resume: bool) -> None:
+    """Refuse to clobber anything before a single file is touched.
+
+    A non-empty folder is replaced only with ``overwrite`` and only when it is a seqrep run
+    folder (it holds ``run.json``); the replacing itself waits until the data and the model
+    have loaded (:func:`replace_output`), so a typo never deletes a finished run.
+    """
+    if output.exists() and not output.is_dir():
+        raise SeqrepError(f"--output {output} is a file; give a folder for the run")
     if resume:
         if not (output / "run.json").exists():
             raise SeqrepError(f"{output}: nothing to resume (no run.json)")
@@ -40,8 +47,31 @@ def prepare_output(output: Path, overwrite: bool, resume: bool) -> None:
         if not overwrite:
             raise SeqrepError(f"{output} exists and is not empty; pass --overwrite to replace "
                               f"it or --resume to continue the run in it")
+        if not (output / "run.json").exists():
+            raise SeqrepError(f"{output} is not a seqrep run folder (no run.json), so "
+                              f"--overwrite will not delete it; choose another --output")
+
+
+def replace_output(output: Path, resume: bool) -> None:
+    """Make ``output`` ready: an old run (checked by :func:`check_output`) is removed, and
+    temporary folders left by a killed writer (``.best.tmp-*``, ``.checkpoint.tmp-*``) go."""
+    if not resume and output.exists():
         shutil.rmtree(output)
     output.mkdir(parents=True, exist_ok=True)
+    for stale in list(output.glob(".*.tmp-*")) + list(output.glob(".*.old-*")):
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def trim_log(path: Path, keep: int) -> None:
+    """Keep the first ``keep`` lines of ``log.jsonl``: evaluations logged after the checkpoint
+    a run resumes from are replayed, and must not appear twice."""
+    if not path.exists():
+        return
+    lines = path.read_bytes().split(b"\n")
+    if len(lines) - 1 > keep or (lines and lines[-1]):
+        from seqrep.fileio import write_text
+
+        write_text(path, "".join(x.decode("utf-8", "replace") + "\n" for x in lines[:keep]))
 
 
 @contextlib.contextmanager
@@ -72,39 +102,51 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
         The metrics written to ``metrics.json`` (``status`` is ``interrupted`` when
         ``max_steps`` stopped the run early).
     """
-    output = Path(output)
+    output = Path(output).resolve()  # a symlinked folder is worked on where it points
     if resume and (output / "metrics.json").exists():
         return json.loads((output / "metrics.json").read_text(encoding="utf-8"))  # done already
-    prepare_output(output, overwrite, resume)
+    check_output(output, overwrite, resume)
     if resume:
-        saved = json.loads((output / "run.json").read_text(encoding="utf-8"))
-        labeler_config = LabelerConfig.from_dict(saved["labeler"])
-        train_config = TrainConfig.from_dict(saved["train"]).replace(
-            max_steps=train_config.max_steps)
+        try:
+            saved = json.loads((output / "run.json").read_text(encoding="utf-8"))
+            labeler_config = LabelerConfig.from_dict(saved["labeler"])
+            train_config = TrainConfig.from_dict(saved["train"]).replace(
+                max_steps=train_config.max_steps)
+        except (ValueError, KeyError, TypeError) as err:
+            raise SeqrepError(f"{output / 'run.json'}: not a seqrep run configuration "
+                              f"({err})") from None
         reader_options = saved.get("reader_options") or {}
+    train_config = train_config.resolved(labeler_config.finetune)
     data = load_data(train_config, reader_options)
-    if not data.train:
-        raise SeqrepError(f"{train_config.dataset}: no training sentences")
+    task = resolve_task(labeler_config.task, data.train)
     if not labeler_config.labels:
         labeler_config = labeler_config.replace(
-            labels=tag_inventory(data.train + data.eval + data.test))
-    data.eval = check_labels(data.eval, labeler_config.labels, "the validation split")
-    data.test = check_labels(data.test, labeler_config.labels, "the test split")
+            labels=tag_inventory(data.train + data.eval + data.test, task))
+    labeler_config = labeler_config.replace(task=task)
+    data.train = check_labels(data.train, labeler_config.labels, "the training split",
+                              task=task)
+    data.eval = check_labels(data.eval, labeler_config.labels, "the validation split", task=task)
+    data.test = check_labels(data.test, labeler_config.labels, "the test split", task=task)
     if not quiet:
         print(f"training {labeler_config.model} (r={labeler_config.repetitions}, "
               f"unmask={labeler_config.unmask}, exit_layer={labeler_config.exit_layer}, "
-              f"finetune={labeler_config.finetune}) on {len(data.train)} sentences of "
-              f"{train_config.dataset} -> {output}", flush=True)
+              f"finetune={labeler_config.finetune}, task={task}) on {len(data.train)} "
+              f"sentences of {train_config.dataset}; validation: {data.validation_source} "
+              f"-> {output}", flush=True)
     with seeded(train_config.seed):
-        trainer = Trainer(labeler_config, train_config, output, data, quiet)
+        trainer = Trainer(labeler_config, train_config, output, data, quiet)  # loads the model
+        replace_output(output, resume)
         if not resume:
             write_json(output / "run.json", {"labeler": labeler_config.to_dict(),
                                              "train": train_config.to_dict(),
                                              "reader_options": reader_options or {},
                                              "train_sentences": len(data.train),
-                                             "eval_sentences": len(data.eval)})
+                                             "eval_sentences": len(data.eval),
+                                             "validation_source": data.validation_source})
         if resume and (output / "checkpoint" / "state.json").exists():
             trainer.restore()
+        if resume:
+            trim_log(output / "log.jsonl", trainer.state.evals)
         state = trainer.run()
         if state.epoch < train_config.epochs and not state.done:
             return {"status": "interrupted", "step": state.step}
@@ -123,14 +165,16 @@ def finish(trainer: Trainer) -> dict[str, Any]:
     gc.collect()
     best = SequenceLabeler.from_pretrained(output / "best")
     metrics: dict[str, Any] = {
-        "status": "finished", "validation": s.best, "decoding": best.config.decoding,
+        "status": "finished", "task": best.config.task, "validation": s.best,
+        "validation_source": trainer.data.validation_source, "decoding": best.config.decoding,
         "train_seconds": round(s.train_seconds, 2), "steps": s.step,
         "train_tokens": s.tokens, "train_sentences": len(trainer.data.train),
+        "train_sentences_per_second": round(s.sentences / max(s.train_seconds, 1e-9), 2),
         "trainable_parameters": trainable}
     if trainer.data.test:
         metrics["test"] = evaluate(best, trainer.data.test, batch_size=trainer.cfg.eval_batch_size)
         if not trainer.quiet:
-            print(f"test F1 {metrics['test']['f1'] * 100:.2f} ({best.config.decoding} decoding, "
+            print(f"test F1 {metrics['test']['f1'] * 100:.2f}% ({best.config.decoding} decoding, "
                   f"{metrics['test']['sentences']} sentences)", flush=True)
     write_json(output / "metrics.json", metrics)
     shutil.rmtree(output / "checkpoint", ignore_errors=True)  # the run is complete

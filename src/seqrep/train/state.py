@@ -32,6 +32,7 @@ class TrainState:
         train_seconds: time in training steps (evaluation excluded).
         loss_sum, loss_n: training loss since the last evaluation.
         tokens: real (non-padding) tokens trained on.
+        sentences: sentences trained on (each pass over a sentence counts once).
         done: early stopping ended the run.
     """
 
@@ -46,6 +47,7 @@ class TrainState:
     loss_sum: float = 0.0
     loss_n: int = 0
     tokens: int = 0
+    sentences: int = 0
     done: bool = False
 
     def to_dict(self) -> dict[str, Any]:

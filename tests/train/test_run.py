@@ -1,0 +1,208 @@
+"""Training end to end on a tiny random model: what a run reports is what it saved, and a run
+folder is never lost or half-written (issues 10 and 11)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from support import write_corpus
+
+from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.data.splits import load_data
+from seqrep.errors import SeqrepError
+from seqrep.model.labeler import SequenceLabeler
+from seqrep.train import train
+from seqrep.train.loop import Trainer
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> tuple[str, str]:
+    return (str(write_corpus(tmp_path / "train.txt", 60)),
+            str(write_corpus(tmp_path / "test.txt", 12, seed=1)))
+
+
+def configs(model: str, corpus: tuple[str, str], finetune: str = "full", **train_kw):
+    lab = LabelerConfig(model=model, repetitions=1, finetune=finetune, exit_layer=3)
+    kw = dict(dataset=corpus[0], test_split=corpus[1], epochs=3, batch_size=8, lr=3e-3,
+              head_lr=1e-2, seed=7)
+    kw.update(train_kw)
+    return lab, TrainConfig(**kw)
+
+
+def log_of(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
+
+
+def test_trained_labeler_learns_the_toy_task(tiny, corpus, tmp_path: Path) -> None:
+    """The toy corpus is separable (PER then a verb, LOC after 'of'): a trained labeler must
+    be far above chance, not merely 'an F1 in [0, 1]'."""
+    metrics = train(*configs(tiny("llama"), corpus, epochs=10, head_lr=3e-2), tmp_path / "run",
+                    quiet=True)
+    assert metrics["validation"]["f1"] > 0.8
+    assert metrics["test"]["f1"] > 0.8
+    assert metrics["train_sentences_per_second"] > 0
+
+
+def test_end_of_training_is_always_evaluated(tiny, corpus, tmp_path: Path) -> None:
+    """54 training sentences in batches of 8 = 7 steps per epoch, 3 epochs = 21 steps; with
+    eval_every=5 the last evaluation is at step 21, not 20."""
+    out = tmp_path / "run"
+    metrics = train(*configs(tiny("llama"), corpus, eval_every=5), out, quiet=True)
+    assert [r["step"] for r in log_of(out)] == [5, 10, 15, 20, 21]
+    assert metrics["steps"] == 21
+
+
+def test_max_steps_equal_to_the_length_finishes(tiny, corpus, tmp_path: Path) -> None:
+    metrics = train(*configs(tiny("llama"), corpus, epochs=1, max_steps=7), tmp_path / "r",
+                    quiet=True)
+    assert metrics["status"] == "finished" and (tmp_path / "r" / "metrics.json").exists()
+
+
+def test_auto_decoding_reports_the_decoding_it_saves(tiny, corpus, tmp_path: Path,
+                                                     monkeypatch) -> None:
+    """Whatever decoding wins on validation, the logged F1 is that decoding's, and the saved
+    model uses it: evaluating the reloaded model on validation gives the logged F1."""
+    from seqrep.evaluate import evaluate
+
+    captured = {}
+    original = Trainer.eval_logits
+
+    def keep(self, sentences):  # noqa: ANN001, ANN202
+        logits = original(self, sentences)
+        captured[self.state.step] = [x.clone() for x in logits]
+        return logits
+
+    monkeypatch.setattr(Trainer, "eval_logits", keep)
+    out = tmp_path / "run"
+    lab, cfg = configs(tiny("qwen3"), corpus, epochs=1, decoding="auto", lr=1e-3)
+    metrics = train(lab, cfg, out, quiet=True)
+    best = metrics["validation"]
+    assert best["decoding"] == metrics["decoding"]
+    assert best["f1"] == best[f"f1_{best['decoding']}"]
+    assert best["f1"] == max(best["f1_greedy"], best["f1_constrained"])
+    # reload: the same logits as during training, and the same validation F1
+    reloaded = SequenceLabeler.from_pretrained(out)
+    assert reloaded.config.decoding == best["decoding"]
+    val = load_data(cfg.resolved("full")).eval
+    for a, b in zip(reloaded.word_logits([s.words for s in val]), captured[best["step"]]):
+        assert torch.allclose(a, b, atol=1e-5)
+    assert evaluate(reloaded, val)["f1"] == pytest.approx(best["f1"])
+
+
+def test_full_finetuning_reloads_the_trained_weights(tiny, corpus, tmp_path: Path) -> None:
+    """A reloaded fully fine-tuned labeler differs from the base backbone with the same head:
+    if from_pretrained loaded the base model, its logits would equal that model's."""
+    out = tmp_path / "run"
+    train(*configs(tiny("llama"), corpus, epochs=1), out, quiet=True)
+    reloaded = SequenceLabeler.from_pretrained(out)
+    base = SequenceLabeler.from_model(tiny("llama"), labels=reloaded.config.labels,
+                                      repetitions=1, exit_layer=3).eval()
+    base.head.load_state_dict(reloaded.head.state_dict())
+    words = [["Obama", "visited", "the", "city", "of", "Paris", "."]]
+    assert not torch.allclose(reloaded.word_logits(words)[0], base.word_logits(words)[0])
+
+
+def test_mistyped_split_path_is_an_error(tiny, corpus, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    for field in ("eval_split", "test_split"):
+        with pytest.raises(SeqrepError, match=f"{field}='nope.txt' is neither"):
+            train(*configs(tiny("llama"), corpus, **{field: "nope.txt"}), out, quiet=True)
+    assert not out.exists()  # nothing written
+
+
+def test_carved_validation_is_said(tiny, corpus, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    metrics = train(*configs(tiny("llama"), corpus, epochs=1), out, quiet=True)
+    assert "carved from the training file" in metrics["validation_source"]
+    assert "carved" in json.loads((out / "run.json").read_text())["validation_source"]
+
+
+def test_learning_rate_follows_the_finetuning_mode(tiny, corpus, tmp_path: Path) -> None:
+    lab, cfg = configs(tiny("llama"), corpus, epochs=1, lr=None, head_lr=None)
+    for mode, lr in (("lora", 2e-4), ("full", 5e-5)):
+        out = tmp_path / mode
+        train(lab.replace(finetune=mode), cfg, out, quiet=True)
+        saved = json.loads((out / "run.json").read_text())["train"]
+        assert (saved["lr"], saved["head_lr"]) == (lr, 1e-3)
+    out = tmp_path / "mine"
+    train(lab.replace(finetune="lora"), cfg.replace(lr=7e-4), out, quiet=True)
+    assert json.loads((out / "run.json").read_text())["train"]["lr"] == 7e-4
+
+
+def test_overwrite_checks_everything_first(tiny, corpus, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    train(*configs(tiny("llama"), corpus, epochs=1), out, quiet=True)
+    before = (out / "metrics.json").read_bytes()
+    lab, cfg = configs(tiny("llama"), corpus, epochs=1)
+    with pytest.raises(SeqrepError):  # a typo in the dataset: the old run stays
+        train(lab, cfg.replace(dataset=str(tmp_path / "typo.txt")), out, overwrite=True,
+              quiet=True)
+    with pytest.raises(SeqrepError):  # an unknown model: the old run stays
+        train(lab.replace(model=str(tmp_path / "no-model")), cfg, out, overwrite=True,
+              quiet=True)
+    assert (out / "metrics.json").read_bytes() == before
+    thesis = tmp_path / "thesis"
+    thesis.mkdir()
+    (thesis / "thesis.txt").write_text("years of work")
+    with pytest.raises(SeqrepError, match="not a seqrep run folder"):
+        train(lab, cfg, thesis, overwrite=True, quiet=True)
+    assert (thesis / "thesis.txt").read_text() == "years of work"
+    a_file = tmp_path / "file.txt"
+    a_file.write_text("x")
+    with pytest.raises(SeqrepError, match="is a file"):
+        train(lab, cfg, a_file, quiet=True)
+    link = tmp_path / "link"
+    link.symlink_to(out)
+    assert train(lab, cfg, link, overwrite=True, quiet=True)["status"] == "finished"
+
+
+def _interrupted(tiny, corpus, out: Path):  # noqa: ANN202
+    lab, cfg = configs(tiny("llama"), corpus, epochs=2, eval_every=3)
+    assert train(lab, cfg.replace(max_steps=4), out, quiet=True)["status"] == "interrupted"
+    return lab, cfg
+
+
+@pytest.mark.parametrize("damage", ["truncate", "pickle", "state", "rng"])
+def test_damaged_checkpoint_is_one_line(tiny, corpus, tmp_path: Path, damage: str) -> None:
+    out = tmp_path / "run"
+    lab, cfg = _interrupted(tiny, corpus, out)
+    ckpt = out / "checkpoint"
+    if damage == "truncate":
+        data = (ckpt / "trainable.safetensors").read_bytes()
+        (ckpt / "trainable.safetensors").write_bytes(data[: len(data) // 2])
+        name = "trainable.safetensors"
+    elif damage == "pickle":
+        import pickle
+
+        (ckpt / "optimizer.safetensors").write_bytes(pickle.dumps({"a": 1}))
+        name = "optimizer.safetensors"
+    elif damage == "state":
+        (ckpt / "state.json").write_text("{broken")
+        name = "state.json"
+    else:
+        from safetensors.torch import save_file
+
+        save_file({"torch": torch.zeros(3, dtype=torch.uint8)}, str(ckpt / "rng.safetensors"))
+        name = "checkpoint"
+    with pytest.raises(SeqrepError, match=f"{name}.*start the run over"):
+        train(lab, cfg, out, resume=True, quiet=True)
+
+
+def test_resume_logs_each_evaluation_once(tiny, corpus, tmp_path: Path) -> None:
+    """An evaluation logged after the checkpoint (a kill between the two) is replayed on
+    resume, but appears once; a stale temporary folder of a killed writer is removed."""
+    lab, cfg = configs(tiny("llama"), corpus, epochs=2, eval_every=3)
+    full = tmp_path / "full"
+    train(lab, cfg, full, quiet=True)
+    out = tmp_path / "run"
+    _interrupted(tiny, corpus, out)
+    with (out / "log.jsonl").open("a") as f:  # as if killed after logging, before saving
+        f.write(json.dumps({"step": 6, "f1": 0.5}) + "\n" + '{"step": 9, "f1"')
+    (out / ".best.tmp-killed").mkdir()
+    (out / ".best.tmp-killed" / "junk").write_bytes(b"0" * 1000)
+    train(lab, cfg, out, resume=True, quiet=True)
+    assert [r["step"] for r in log_of(out)] == [r["step"] for r in log_of(full)]
+    assert not list(out.glob(".*.tmp-*"))
