@@ -114,7 +114,7 @@ def test_split_and_name_errors(fixtures: Path, tmp_path: Path, monkeypatch) -> N
         load_corpus("conll2004")
     with pytest.raises(ConfigError, match="split='test' does not apply to .*tiny.conll"):
         load_corpus(str(fixtures / "tiny.conll"), "test")
-    with pytest.raises(ConfigError, match="is a directory but not laid out like a named dataset"):
+    with pytest.raises(DataError, match="a folder matching no known layout; expected seq.in"):
         load_corpus(tmp_path, "test")
     with pytest.raises(ConfigError, match="format='conll' applies to paths"):
         load_corpus("conll2003", format="conll")

@@ -32,6 +32,14 @@ def test_detect_from_content(tmp_path: Path) -> None:
         detect_format(tmp_path / "missing.txt")
 
 
+def test_a_folder_is_parallel_or_nlupp_or_an_error_listing_the_layouts(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("a O\n")
+    with pytest.raises(DataError, match=r"a folder matching no known layout; expected seq\.in \+ "
+                                        r"seq\.out, or train/ valid/ test/ folders each holding "
+                                        r"them, or NLU\+\+ <domain>/fold<k>\.json folders"):
+        read_corpus(tmp_path)
+
+
 def test_options_reach_the_reader(fixtures: Path) -> None:
     corpus = read_corpus(fixtures / "tiny.conll", tag_column=1, strict=True, scheme=None)
     assert corpus[0].tags[0] == "B-NNP"
@@ -43,7 +51,8 @@ def test_options_reach_the_reader(fixtures: Path) -> None:
 
 def test_unknown_format_and_options_list_the_allowed_ones(fixtures: Path) -> None:
     with pytest.raises(SeqrepError, match="unknown format 'csv'; expected one of conll, conllu, "
-                                          "semeval-xml, absa-tokenized, nlupp, jsonl"):
+                                          "semeval-xml, absa-tokenized, nlupp, jsonl, "
+                                          "parallel$"):
         read_corpus(fixtures / "tiny.conll", format="csv")
     with pytest.raises(ConfigError, match="the conll reader has no option 'polarity'; its options "
                                           "are tag_column, scheme, strict, word_column"):
@@ -51,6 +60,13 @@ def test_unknown_format_and_options_list_the_allowed_ones(fixtures: Path) -> Non
 
 
 def test_every_reader_lists_its_options() -> None:
-    assert set(READERS) == {"conll", "conllu", "semeval-xml", "absa-tokenized", "nlupp", "jsonl"}
-    assert reader_options("semeval-xml") == ["polarity", "alignment"]
-    assert reader_options("nlupp") == ["domains", "folds", "alignment"]
+    # one name means one thing everywhere, so that the command line can offer the same names
+    assert {fmt: reader_options(fmt) for fmt in READERS} == {
+        "conll": ["tag_column", "scheme", "strict", "word_column"],
+        "conllu": ["label_column", "scheme", "strict"],
+        "semeval-xml": ["polarity", "alignment"],
+        "absa-tokenized": ["polarity"],
+        "nlupp": ["domains", "folds", "alignment"],
+        "jsonl": ["scheme", "strict", "alignment"],
+        "parallel": ["scheme", "strict"],
+    }

@@ -21,7 +21,7 @@ from pathlib import Path
 from xml.parsers import expat
 
 from seqrep.data.charspans import CharSpan, check_alignment, place_on_words
-from seqrep.data.sources import read_text
+from seqrep.data.sources import brief, read_text
 from seqrep.data.tags import tags_to_spans
 from seqrep.data.types import Corpus, Sentence, Span
 from seqrep.errors import DataError
@@ -83,12 +83,12 @@ def _term(attrs: dict[str, str], polarity: bool, fail: Callable[[str], DataError
     try:
         start, end = int(attrs["from"]), int(attrs["to"])
     except (KeyError, ValueError):
-        raise fail(f"aspect term {term!r} needs integer 'from' and 'to' attributes") from None
+        raise fail(f"aspect term {brief(term)} needs integer 'from' and 'to' attributes") from None
     label = ASPECT
     if polarity:
         value = attrs.get("polarity")
         if value not in POLARITIES:
-            raise fail(f"aspect term {term!r} has polarity {value!r}; expected one of "
+            raise fail(f"aspect term {brief(term)} has polarity {brief(value)}; expected one of "
                        f"{', '.join(POLARITIES)} (a file without polarities reads with "
                        "polarity=False)")
         label = POLARITIES[value]
@@ -121,8 +121,9 @@ def read_semeval_xml(path: str | Path, polarity: bool = False,
         term_lines: dict[CharSpan, int] = {}  # a repeated term is reported at its first line
         for cs, line in xs.terms:
             if not 0 <= cs.start < cs.end <= len(xs.text):
-                raise DataError(path, f"aspect term {cs.ref!r} has offsets {cs.start}-{cs.end} "
-                                      f"outside its text (0-{len(xs.text)})", line)
+                raise DataError(path, f"aspect term {brief(cs.ref)} has offsets "
+                                      f"{cs.start}-{cs.end} outside its text "
+                                      f"(0-{len(xs.text)})", line)
             term_lines.setdefault(cs, line)
         offsets, placed, found = place_on_words(
             xs.text, [cs for cs, _ in xs.terms], alignment, f"{path.name} sentence {xs.sid}",
@@ -179,9 +180,9 @@ def read_absa_tokenized(path: str | Path, polarity: bool = False) -> Corpus:
         for item in tagged.split():
             word, eq, tag = item.rpartition("=")
             if not eq or not word:
-                raise DataError(path, f"item {item!r} is not word=TAG", lineno)
+                raise DataError(path, f"item {brief(item)} is not word=TAG", lineno)
             if tag not in TOKENIZED_TAGS:
-                raise DataError(path, f"unknown tag {tag!r} in {item!r}; expected one of "
+                raise DataError(path, f"unknown tag {brief(tag)} in {brief(item)}; expected one of "
                                       f"{', '.join(TOKENIZED_TAGS)}", lineno)
             words.append(word)
             pol = TOKENIZED_TAGS[tag]

@@ -21,6 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from seqrep.data.sources import cut
 from seqrep.data.tokenize import split_words
 from seqrep.errors import ConfigError, DataError
 
@@ -207,7 +208,7 @@ def place_on_words(text: str, char_spans: Sequence[CharSpan], alignment: str, wh
     placed = place_spans(offsets, char_spans, alignment)
     if alignment == "strict" and placed.unplaced:
         cs = placed.unplaced[0]
-        raise DataError(source, f"{_describe(cs, noun)} does not fall on word boundaries "
-                                f"(alignment='strict'), in {where}",
+        raise DataError(source, f"{cut(_describe(cs, noun), 160)} does not fall on word "
+                                f"boundaries (alignment='strict'), in {cut(where, 160)}",
                         line(cs) if callable(line) else line)
     return offsets, placed, placement_notes(placed, where, text, offsets, noun)

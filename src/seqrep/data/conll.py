@@ -12,7 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seqrep.data.sources import check_flag, check_index, check_scheme, cut, read_text, to_iob2
+from seqrep.data.sources import (
+    brief,
+    check_flag,
+    check_index,
+    check_scheme,
+    read_text,
+    to_iob2,
+)
 from seqrep.data.types import Corpus, Sentence
 from seqrep.errors import DataError
 
@@ -99,7 +106,7 @@ def read_conll(path: str | Path, tag_column: int = -1, scheme: str | None = None
             block.ncols = len(cols)
         elif len(cols) != block.ncols:
             raise DataError(path, f"expected {block.ncols} columns like line {block.lines[0]}, "
-                                  f"got {len(cols)}: '{cut(line.strip())}'", lineno)
+                                  f"got {len(cols)}: {brief(line.strip())}", lineno)
         word, tag = cols[word_column], cols[tag_column]
         if not word or not tag:
             raise DataError(path, f"empty {'word' if not word else 'tag'} column", lineno)

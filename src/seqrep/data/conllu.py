@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seqrep.data.sources import check_flag, check_scheme, cut, read_text, show, to_iob2
+from seqrep.data.sources import brief, check_flag, check_scheme, cut, read_text, to_iob2
 from seqrep.data.types import Corpus, Sentence
 from seqrep.errors import ConfigError, DataError
 
@@ -63,7 +63,7 @@ class _Reader:
     def _check_pending(self) -> None:
         if self.pending is not None:
             first, last, form, lineno = self.pending
-            raise DataError(self.path, f"multiword token {first}-{last} ({show(form)}) is not "
+            raise DataError(self.path, f"multiword token {first}-{last} ({brief(form)}) is not "
                                        f"followed by its words {first}..{last}", lineno)
 
     def close(self) -> None:

@@ -15,6 +15,11 @@ Named datasets and their splits:
   it has no polarities, so ``rest14-polarity`` has no test split).
 - ``nlupp``, ``nlupp-banking``, ``nlupp-hotels``: NLU++ with the paper's fold split (train
   folds 0-9, 12, 14, 17, 19; validation 11, 16; test 10, 13, 15, 18), both domains pooled or one.
+
+A folder laid out like one of them loads the same way, and so does a folder of ``train/``,
+``valid/`` (or ``dev/``, ``validation/``) and ``test/`` folders each holding ``seq.in`` +
+``seq.out`` (SNIPS, ATIS; :mod:`seqrep.data.parallel`). A folder holding ``seq.in`` + ``seq.out``
+itself is one split, like a file.
 """
 
 from __future__ import annotations
@@ -30,9 +35,10 @@ from seqrep.data.absa import read_absa_tokenized, read_semeval_xml
 from seqrep.data.conll import read_conll
 from seqrep.data.hub import load_from_hub
 from seqrep.data.nlupp import read_nlupp
-from seqrep.data.readers import read_corpus
+from seqrep.data.parallel import is_split_folder, split_folder, split_folders
+from seqrep.data.readers import FILE_FORMATS, FOLDER_LAYOUTS, read_corpus
 from seqrep.data.types import Corpus
-from seqrep.errors import ConfigError
+from seqrep.errors import ConfigError, DataError
 
 SPLITS = ("train", "validation", "test")
 SPLIT_ALIASES = {"dev": "validation"}
@@ -134,6 +140,16 @@ def _layout(path: Path) -> str | None:
                  if any((path / probe).exists() for probe in found)), None)
 
 
+NAMED_LAYOUTS = (f"a conll2003 folder ({', '.join(CONLL2003_FILES.values())}), a rest14 folder "
+                 f"({REST14_XML['train']}, {REST14_DEV})")
+
+
+def holds_one_split(path: str | Path) -> bool:
+    """True for a path that is one split: a file, or a folder holding ``seq.in`` + ``seq.out``.
+    Any other path (a dataset folder, a name) has ``train``, ``validation`` and ``test``."""
+    return Path(path).is_file() or is_split_folder(path)
+
+
 def _load_named(name: str, root: Path, split: str, options: dict[str, Any]) -> Corpus:
     ds = DATASETS[name]
     unknown = [k for k in options if k not in ds.options]
@@ -152,7 +168,8 @@ def load_corpus(name_or_path: str | Path, split: str = "train", format: str | No
     Args:
         name_or_path: a dataset name (``conll2003``, ``rest14``, ``rest14-polarity``,
             ``nlupp``, ``nlupp-banking``, ``nlupp-hotels``), a dataset folder laid out like
-            one of them, or a file.
+            one of them or holding ``train/ valid/ test/`` folders of ``seq.in`` + ``seq.out``,
+            a folder holding ``seq.in`` + ``seq.out`` (one split), or a file.
         split: ``train``, ``validation`` (alias ``dev``) or ``test``; a single file holds one
             split, so only ``train`` (the default) is accepted with a file.
         format: the reader for a file (see :data:`seqrep.data.readers.READERS`); detected
@@ -167,7 +184,8 @@ def load_corpus(name_or_path: str | Path, split: str = "train", format: str | No
 
     Raises:
         ConfigError: an unknown name, split, format or option.
-        DataError: a missing or malformed file.
+        DataError: a missing or malformed file, a folder of no known layout (the message lists
+            the layouts), or a dataset folder without the split.
         SeqrepError: a name with neither a local copy nor a reachable Hub copy.
     """
     split = normalize_split(split)
@@ -181,12 +199,15 @@ def load_corpus(name_or_path: str | Path, split: str = "train", format: str | No
             return _load_named(key, root / DATASETS[key].folder, split, options)
         return load_from_hub(key, split, **{**DATASETS[key].preset, **options})
     path = Path(name_or_path)
-    if path.is_dir() and "folds" not in options:
+    if path.is_dir() and "folds" not in options and not is_split_folder(path):
+        if split_folders(path):
+            corpus = read_corpus(split_folder(path, split), format="parallel", **options)
+            corpus.name = f"{path.name}/{split}"
+            return corpus
         layout = _layout(path)
         if layout is None:
-            raise ConfigError(f"{path} is a directory but not laid out like a named dataset "
-                              f"({', '.join(sorted({d.folder for d in DATASETS.values()}))}); "
-                              "pass a file")
+            raise DataError(path, f"a folder matching no known layout; expected {FOLDER_LAYOUTS}, "
+                                  f"{NAMED_LAYOUTS}, or {FILE_FORMATS}")
         name = "rest14-polarity" if layout == "rest14" and options.pop("polarity", False) \
             else layout
         return _load_named(name, path, split, options)
@@ -194,6 +215,7 @@ def load_corpus(name_or_path: str | Path, split: str = "train", format: str | No
         raise ConfigError(f"unknown dataset {str(name_or_path)!r}; expected one of "
                           f"{', '.join(DATASETS)}, or a path to a file")
     if split != "train":
-        raise ConfigError(f"split={split!r} does not apply to {path}: a file (or a chosen set of "
-                          "folds) is one split; pass a dataset name or folder to choose a split")
+        raise ConfigError(f"split={split!r} does not apply to {path}: a file, a seq.in + seq.out "
+                          "folder or a chosen set of folds is one split; pass a dataset name or "
+                          "folder to choose a split")
     return read_corpus(path, format=format, **options)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.data.charspans import CharSpan, check_alignment, place_on_words
-from seqrep.data.sources import parse_json, read_text, show
+from seqrep.data.sources import brief, parse_json, read_text, show
 from seqrep.data.types import Corpus, Sentence, Span
 from seqrep.errors import ConfigError, DataError
 
@@ -54,6 +54,15 @@ def _find_folds(path: Path) -> dict[str, dict[int, Path]]:
         return {path.name: folds}
     raise DataError(path, "no NLU++ folds found; expected <domain>/fold<k>.json under this "
                           "directory or its data/ folder")
+
+
+def has_folds(path: str | Path) -> bool:
+    """True if ``path`` holds NLU++ folds (as :func:`read_nlupp` finds them)."""
+    try:
+        _find_folds(Path(path))
+    except (DataError, OSError):
+        return False
+    return True
 
 
 def _names(option: str, values: Any, kind: type, expected: str) -> list[Any] | None:
@@ -121,14 +130,14 @@ def _check_example(path: Path, index: int, ex: Any) -> None:
             raise DataError(path, f"{where}: a slot has an empty name; expected a non-empty "
                                   "string")
         if not isinstance(slot, dict):
-            raise DataError(path, f"{where} slot {name!r}: expected an object with \"span\", "
+            raise DataError(path, f"{where} slot {brief(name)}: expected an object with \"span\", "
                                   f"got {show(slot)}")
         span = slot.get("span")
         if not (isinstance(span, list) and len(span) == 2 and all(_is_int(x) for x in span)):
-            raise DataError(path, f"{where} slot {name!r}: expected \"span\": [start, end] "
+            raise DataError(path, f"{where} slot {brief(name)}: expected \"span\": [start, end] "
                                   f"(two integers), got {show(span)}")
         if "text" in slot and not isinstance(slot["text"], str):
-            raise DataError(path, f"{where} slot {name!r}: \"text\" is {show(slot['text'])}; "
+            raise DataError(path, f"{where} slot {brief(name)}: \"text\" is {show(slot['text'])}; "
                                   "expected a string")
 
 
@@ -140,7 +149,7 @@ def _slots(path: Path, index: int, example: dict[str, Any]) -> list[CharSpan]:
     for name, slot in (example.get("slots") or {}).items():
         start, end = slot["span"]
         if not 0 <= start < end <= len(text):
-            raise DataError(path, f"example [{index}] slot {name!r}: offsets {start}-{end} "
+            raise DataError(path, f"example [{index}] slot {brief(name)}: offsets {start}-{end} "
                                   f"outside the text (0-{len(text)}) {show(text)}")
         spans.append(CharSpan(start, end, name, slot.get("text", text[start:end])))
     return spans

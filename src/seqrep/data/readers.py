@@ -1,8 +1,15 @@
 """Format name -> reader, and the format of a path when none is given.
 
-Reader options are keyword arguments of the reader (``tag_column``, ``scheme``, ``strict``,
-``label_column``, ``polarity``, ``domains``, ``folds``, ``alignment``); an option the chosen
-reader does not take is an error that lists the ones it does.
+Reader options are keyword arguments of the reader; an option the chosen reader does not take
+is an error that lists the ones it does. One name means one thing in every reader:
+
+- ``scheme``, ``strict``: the tag scheme (detected when unset) and whether an invalid tag
+  sequence is an error (conll, conllu, jsonl, parallel);
+- ``tag_column``, ``word_column``: column indices (conll); ``label_column``: a CoNLL-U column
+  by name or index (conllu);
+- ``polarity``: ABSA terms labeled by polarity (semeval-xml, absa-tokenized);
+- ``alignment``: character spans off word boundaries (semeval-xml, nlupp, jsonl);
+- ``domains``, ``folds``: the NLU++ selection (nlupp).
 """
 
 from __future__ import annotations
@@ -16,7 +23,9 @@ from seqrep.data.absa import read_absa_tokenized, read_semeval_xml
 from seqrep.data.conll import read_conll
 from seqrep.data.conllu import read_conllu
 from seqrep.data.jsonl import read_jsonl
-from seqrep.data.nlupp import read_nlupp
+from seqrep.data.nlupp import has_folds, read_nlupp
+from seqrep.data.parallel import LAYOUTS as PARALLEL_LAYOUTS
+from seqrep.data.parallel import TAGS, WORDS, is_split_folder, read_parallel, split_folders
 from seqrep.data.types import Corpus
 from seqrep.errors import ConfigError, DataError
 
@@ -27,7 +36,13 @@ READERS: dict[str, Callable[..., Corpus]] = {
     "absa-tokenized": read_absa_tokenized,
     "nlupp": read_nlupp,
     "jsonl": read_jsonl,
+    "parallel": read_parallel,
 }
+
+# The folders readers take, and the files, for messages about a folder of another layout.
+FOLDER_LAYOUTS = (f"{PARALLEL_LAYOUTS}, or NLU++ <domain>/fold<k>.json folders (or "
+                  "data/<domain>/...)")
+FILE_FORMATS = "a file (CoNLL, CoNLL-U, JSONL, SemEval XML or ABSA '####' text)"
 
 # First match wins: suffix -> format.
 _SUFFIXES = {".conllu": "conllu", ".xml": "semeval-xml", ".jsonl": "jsonl", ".json": "nlupp"}
@@ -47,23 +62,36 @@ def get_reader(format: str) -> Callable[..., Corpus]:
 
 
 def detect_format(path: str | Path) -> str:
-    """Guess a file's format from its suffix, then its first line.
+    """Guess a path's format from its layout, suffix, then first line.
 
-    ``.conllu`` -> conllu, ``.xml`` -> semeval-xml, ``.jsonl`` -> jsonl, ``.json`` or a
-    directory -> nlupp, ``####`` in the first non-blank line -> absa-tokenized, else conll.
+    A folder holding ``seq.in`` + ``seq.out`` (or ``train/ valid/ test/`` folders of them), or
+    a file named ``seq.in``/``seq.out`` -> parallel; a folder of NLU++ folds -> nlupp;
+    ``.conllu`` -> conllu, ``.xml`` -> semeval-xml, ``.jsonl`` -> jsonl, ``.json`` -> nlupp,
+    ``####`` in the first non-blank line -> absa-tokenized, else conll.
 
     Raises:
-        DataError: the path does not exist.
+        DataError: the path does not exist, or is a folder of no known layout (the message
+            lists the layouts).
     """
     path = Path(path)
     if not path.exists():
         raise DataError(path, "no such file or directory")
     if path.is_dir():
-        return "nlupp"
+        if is_split_folder(path) or split_folders(path):
+            return "parallel"
+        if has_folds(path):
+            return "nlupp"
+        raise DataError(path, f"a folder matching no known layout; expected {FOLDER_LAYOUTS}, "
+                              f"or {FILE_FORMATS}")
+    if path.name in (WORDS, TAGS):
+        return "parallel"
     if path.suffix.lower() in _SUFFIXES:
         return _SUFFIXES[path.suffix.lower()]
-    with path.open("rb") as f:
-        first = next((ln for ln in f if ln.strip()), b"")
+    try:
+        with path.open("rb") as f:
+            first = next((ln for ln in f if ln.strip()), b"")
+    except OSError as err:
+        raise DataError(path, f"cannot read file ({err.strerror})") from None
     return "absa-tokenized" if b"####" in first else "conll"
 
 
@@ -73,10 +101,10 @@ def reader_options(format: str) -> list[str]:
 
 
 def read_corpus(path: str | Path, format: str | None = None, **options: Any) -> Corpus:
-    """Read a file (or an NLU++ directory) with the reader for ``format``.
+    """Read a file (or a parallel-files or NLU++ folder) with the reader for ``format``.
 
     Args:
-        path: the file or directory.
+        path: the file or folder.
         format: one of :data:`READERS`; ``None`` detects it (:func:`detect_format`).
         **options: reader options; ``None`` values are dropped so that callers can pass
             unset command-line options through.

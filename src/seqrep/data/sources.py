@@ -67,6 +67,12 @@ def cut(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def brief(text: str, limit: int = 60) -> str:
+    """``repr(text)`` for a one-line message, cut to about ``limit`` characters."""
+    r = repr(text)
+    return r if len(r) <= limit else r[: limit - 4] + "..." + r[0]
+
+
 def show(value: Any, limit: int = 60) -> str:
     """A JSON value as JSON (``true``, ``null``, ``"x"``) for a one-line message: unprintable
     characters escaped, cut to ``limit`` characters."""
@@ -161,7 +167,7 @@ def _check_plain(sequences: Sequence[Sequence[str]], source: str | Path,
         return
     i, j = next((i, j) for i, tags in enumerate(sequences) for j, t in enumerate(tags)
                 if split_tag(t)[0] == "")
-    raise DataError(source, f"tag {sequences[i][j]!r} has no B-/I- prefix but other tags have "
+    raise DataError(source, f"tag {brief(sequences[i][j])} has no B-/I- prefix but other tags have "
                             "one; expected O or PREFIX-LABEL (pass scheme TOKEN to read every tag "
                             "as a plain label)", line_of(i, j))
 
@@ -202,7 +208,8 @@ def to_iob2(sequences: Sequence[Sequence[str]], scheme: str | None, strict: bool
         try:
             iob2, fixed = convert_tags(tags, resolved, "IOB2", strict=strict)
         except TagError as err:
-            raise DataError(source, f"{err} (scheme {resolved})", line_of(i, err.index)) from None
+            raise DataError(source, f"{cut(str(err), 200)} (scheme {resolved})",
+                            line_of(i, err.index)) from None
         out.append(iob2)
         repaired += fixed
     return out, repaired, resolved
