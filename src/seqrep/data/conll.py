@@ -5,6 +5,11 @@ not sentences, and the sentences after one get ``doc_id`` ``"doc1"``, ``"doc2"``
 column is the word and one column (the last by default) holds the tags. A file whose first line
 holds a tab is tab-separated (so words may contain spaces); otherwise any run of whitespace
 separates columns.
+
+Public layouts that read as published, without conversion: CoNLL-2003 (``word POS chunk NER``:
+the NER tags are last; ``tag_column=1`` gives POS, ``-2`` the chunks), CoNLL-2000 chunking
+(``word POS chunk``: chunks by default, ``tag_column=1`` for POS) and WNUT-17 tweets
+(``word<TAB>tag``, sentences broken by lines holding only tabs or spaces).
 """
 
 from __future__ import annotations

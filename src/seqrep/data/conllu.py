@@ -5,6 +5,9 @@ The label column is chosen by name or index (``upos`` by default). Multiword-tok
 ``meta["multiword"]``; empty nodes (``1.1``) are skipped. ``# key = value`` comments go into the
 sentence's ``meta``; ``# text = ...`` also sets ``Sentence.text`` and ``# newdoc id = ...`` sets
 ``doc_id`` for the sentences that follow. A label ``_`` (unspecified) is read as ``O``.
+
+Word ids must run 1, 2, ... within a sentence and a multiword range must be followed by its
+words, so the words of a Universal Dependencies file are exactly its syntactic words.
 """
 
 from __future__ import annotations
