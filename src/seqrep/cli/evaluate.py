@@ -54,6 +54,7 @@ def evaluate_command(values: dict[str, Any]) -> None:
     """Precision, recall and F1 (micro, strict IOB2 spans; accuracy for token tagging), a
     per-label table, and predicted and gold span counts."""
     from seqrep.data import load_corpus
+    from seqrep.data.datasets import holds_one_split
     from seqrep.evaluate import check_labels
     from seqrep.evaluate import evaluate as run_eval
     from seqrep.model.labeler import SequenceLabeler
@@ -61,7 +62,7 @@ def evaluate_command(values: dict[str, Any]) -> None:
     reader = ReaderConfig(**config_values(ReaderConfig, values))
     dataset, split = values["dataset"], values["split"]
     if split is None:
-        split = "train" if Path(dataset).is_file() else "test"
+        split = "train" if holds_one_split(dataset) else "test"
     labeler = SequenceLabeler.from_pretrained(values["run"], values["trust_remote_code"])
     corpus = load_corpus(dataset, split, reader.format, **reader.options())
     gold = check_labels([s for s in corpus.sentences if len(s)], labeler.config.labels,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seqrep.data.types import Corpus, Sentence
@@ -33,9 +32,9 @@ class TrainData:
 
 def _check_split(value: str, option: str) -> None:
     """A split setting is a split name or an existing file; anything else is a typo."""
-    from seqrep.data.datasets import SPLIT_ALIASES, SPLITS
+    from seqrep.data.datasets import SPLIT_ALIASES, SPLITS, holds_one_split
 
-    if value in SPLITS or value in SPLIT_ALIASES or Path(value).is_file():
+    if value in SPLITS or value in SPLIT_ALIASES or holds_one_split(value):
         return
     raise ConfigError(f"{option}={value!r} is neither a split name ({', '.join(SPLITS)}, "
                       f"{', '.join(SPLIT_ALIASES)}) nor an existing file")
@@ -49,21 +48,22 @@ def load_data(cfg: TrainConfig, reader_options: dict[str, Any] | None = None) ->
     split unless ``test_split`` names a file.
     """
     from seqrep.data import load_corpus
+    from seqrep.data.datasets import holds_one_split
 
     _check_split(cfg.train_split, "train_split")
     _check_split(cfg.eval_split, "eval_split")
     if cfg.test_split:
         _check_split(cfg.test_split, "test_split")
-    single_file = Path(cfg.dataset).is_file()
+    single_file = holds_one_split(cfg.dataset)
     opts = reader_options or {}
 
     def read(split: str) -> list[Sentence]:
-        if Path(split).is_file():
+        if holds_one_split(split):
             corpus: Corpus = load_corpus(split, "train", cfg.format, **opts)
         else:
             corpus = load_corpus(cfg.dataset, split, None if not single_file else cfg.format,
                                  **opts)
-        return [s for s in corpus.sentences if len(s)]
+        return corpus.sentences_with_words()
 
     def subset(sents: list[Sentence], limit: int | None) -> list[Sentence]:
         if limit is None or limit >= len(sents):
@@ -72,12 +72,10 @@ def load_data(cfg: TrainConfig, reader_options: dict[str, Any] | None = None) ->
         return [sents[i] for i in keep]
 
     train = read(cfg.train_split)
-    if not train:
-        raise DataError(cfg.dataset, f"no non-empty sentence in the {cfg.train_split} split")
     source = f"the {cfg.eval_split} split"
-    if Path(cfg.eval_split).is_file():
+    if holds_one_split(cfg.eval_split):
         source = f"the file {cfg.eval_split}"
-    if single_file and not Path(cfg.eval_split).is_file():
+    if single_file and not holds_one_split(cfg.eval_split):
         if len(train) < 2:
             raise DataError(cfg.dataset, "one sentence cannot be split into training and "
                                          "validation; give a validation file")
@@ -89,10 +87,8 @@ def load_data(cfg: TrainConfig, reader_options: dict[str, Any] | None = None) ->
                   f"subset_seed {cfg.subset_seed}")
     else:
         evals = read(cfg.eval_split)
-    if not evals:
-        raise DataError(cfg.eval_split, "no non-empty sentence to validate on")
     test: list[Sentence] = []
-    if cfg.test_split and (not single_file or Path(cfg.test_split).is_file()):
+    if cfg.test_split and (not single_file or holds_one_split(cfg.test_split)):
         test = read(cfg.test_split)[: cfg.max_test_sentences]
     return TrainData(subset(train, cfg.max_train_sentences),
                      subset(evals, cfg.max_eval_sentences), test, source)
