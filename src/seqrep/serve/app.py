@@ -1,0 +1,411 @@
+"""The HTTP server of ``seqrep serve``: a FastAPI app around one labeler and its batcher.
+
+Routes (OpenAPI page at ``/docs``)::
+
+    GET  /            the web page (static files in seqrep/serve/static, no CDN)
+    POST /v1/label    {"text"|"texts"|"words", "decoding"?} -> {"decoding", "results": [record]}
+    POST /v1/hf       Hugging Face token classification: {"inputs": str | [str]}
+                      -> [{entity_group, score, word, start, end}] (a list per input text)
+    POST /            the same as /v1/hf, for clients that post to the endpoint's root
+    GET  /health      503 until the model is loaded, then 200 {"status": "ok"}
+    GET  /v1/model    labels, model, repetitions, exit layer, unmask, decoding, version
+    GET  /metrics     Prometheus text format
+
+Every error is a JSON body ``{"error": {"code", "type", "message", ...}}`` with its status:
+413 for a text or request over a limit, 422 for a body that is not JSON of the right shape
+(the field is named), 503 with ``Retry-After`` while loading or when the queue is full; a
+traceback never reaches the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+import seqrep
+from seqrep.config import LabelerConfig
+from seqrep.data.tags import split_tag
+from seqrep.serve.batcher import Batcher, Closed, QueueFull
+from seqrep.serve.metrics import Metrics
+from seqrep.serve.schemas import HFEntity, HFRequest, LabelRequest, LabelResponse, ModelInfo
+
+if TYPE_CHECKING:
+    from seqrep.model.labeler import SequenceLabeler
+
+log = logging.getLogger("seqrep.serve")
+STATIC = Path(__file__).parent / "static"
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Limits and batching of one server (the ``seqrep serve`` options)."""
+
+    max_batch_tokens: int = 512
+    max_wait_ms: float = 10.0
+    max_text_chars: int = 10_000
+    max_texts: int = 64
+    max_queue: int = 256
+    retry_after_s: int = 1
+
+    @property
+    def max_body_bytes(self) -> int:
+        """Bytes a request body may have: room for the largest request, even with every
+        character written as a JSON escape pair (12 bytes), plus 64 KiB."""
+        return self.max_texts * self.max_text_chars * 12 + 65_536
+
+
+class ApiError(StarletteHTTPException):
+    """An error answered as JSON: status, a type name, a message and optional extra fields."""
+
+    def __init__(self, status: int, kind: str, message: str, headers: dict | None = None,
+                 **extra: Any) -> None:
+        super().__init__(status, message, headers)
+        self.kind, self.extra = kind, extra
+
+
+def _error(status: int, kind: str, message: str, headers: dict | None = None,
+           **extra: Any) -> JSONResponse:
+    return JSONResponse({"error": {"code": status, "type": kind, "message": message, **extra}},
+                        status, headers=headers)
+
+
+class _State:
+    """What one app serves: the labeler (once loaded), its config, batcher and metrics."""
+
+    def __init__(self, source: str, config: LabelerConfig | None,
+                 labeler: SequenceLabeler | None, settings: ServeSettings) -> None:
+        self.source, self.config, self.labeler = source, config, labeler
+        self.settings = settings
+        self.metrics = Metrics()
+        self.batcher: Batcher | None = None
+        self.error: str | None = None
+        self.ready = threading.Event()
+
+    def load(self, run_dir: Path | None) -> None:
+        """Load the model (if not given) and start the batcher; runs in a thread."""
+        try:
+            if self.labeler is None:
+                from seqrep.model.labeler import SequenceLabeler
+
+                t = time.perf_counter()
+                self.labeler = SequenceLabeler.from_pretrained(run_dir)  # type: ignore[arg-type]
+                log.info("model %s loaded in %.1f s", self.source, time.perf_counter() - t)
+            self.labeler.eval()
+            self.config = self.labeler.config
+            s = self.settings
+            self.batcher = Batcher(self.labeler, s.max_batch_tokens, s.max_wait_ms,
+                                   s.max_queue, self.metrics).start()
+            self.metrics.model_loaded.set(1)
+            self.ready.set()
+        except Exception as err:  # noqa: BLE001 - reported by /health, the server stays up
+            log.exception("could not load the model from %s", self.source)
+            self.error = f"{type(err).__name__}: {err}"
+
+    async def label(self, texts: list[str], pretokenized: bool,
+                    decoding: str | None) -> list[dict[str, Any]]:
+        retry = {"Retry-After": str(self.settings.retry_after_s)}
+        if self.batcher is None or not self.ready.is_set():
+            raise ApiError(503, "not_ready", self.error and f"the model failed to load: "
+                           f"{self.error}" or "the model is still loading", retry)
+        try:
+            future = self.batcher.submit(texts, pretokenized, decoding)
+        except QueueFull as err:
+            raise ApiError(503, "queue_full", f"server busy: {err}; retry later", retry,
+                           limit={"name": "max_queue", "value": self.settings.max_queue}
+                           ) from None
+        except Closed:
+            raise ApiError(503, "shutting_down", "the server is shutting down", retry) from None
+        try:
+            records = await asyncio.wrap_future(future)
+        except Exception:  # noqa: BLE001 - logged by the worker; the client gets no traceback
+            raise ApiError(500, "internal", "internal server error while labeling (logged on "
+                           "the server)") from None
+        self.metrics.texts.inc(len(texts))
+        return records
+
+    def shutdown(self) -> None:
+        if self.batcher is not None:
+            self.batcher.close()
+
+
+# ----------------------------------------------------------------------------- validation
+def _unpaired_surrogate(text: str) -> int | None:
+    for i, ch in enumerate(text):
+        if "\ud800" <= ch <= "\udfff":
+            return i
+    return None
+
+
+def _check_texts(texts: list[str], field: str, settings: ServeSettings) -> None:
+    if len(texts) > settings.max_texts:
+        raise ApiError(413, "too_large", f"{len(texts)} texts in one request; the limit is "
+                       f"--max-texts {settings.max_texts}",
+                       limit={"name": "max_texts", "value": settings.max_texts})
+    for i, text in enumerate(texts):
+        where = field if field == "text" else f"{field}[{i}]"
+        if len(text) > settings.max_text_chars:
+            raise ApiError(413, "too_large", f"{where} has {len(text)} characters; the limit "
+                           f"is --max-text-chars {settings.max_text_chars}",
+                           limit={"name": "max_text_chars", "value": settings.max_text_chars},
+                           field=where)
+        pos = _unpaired_surrogate(text)
+        if pos is not None:
+            raise ApiError(422, "validation", f"{where}: unpaired surrogate at character {pos} "
+                           f"(not a Unicode character)", field=where)
+
+
+def _words_texts(words: list[list[str]]) -> list[str]:
+    for i, sentence in enumerate(words):
+        for j, word in enumerate(sentence):
+            if word.split() != [word]:
+                raise ApiError(422, "validation", f"words[{i}][{j}] = {word[:40]!r}: a word "
+                               f"must be non-empty and hold no whitespace", field=f"words.{i}.{j}")
+    return [" ".join(sentence) for sentence in words]
+
+
+def _validation_message(errors: list[dict]) -> tuple[str, list[str], list[dict]]:
+    fields, parts, clean = [], [], []
+    for e in errors:
+        loc = [str(x) for x in e.get("loc", ()) if x != "body"]
+        name = ".".join(loc) or "body"
+        msg = e.get("msg", "invalid")
+        if e.get("type") == "json_invalid":
+            name = "body"
+            msg = f"not valid JSON ({e.get('ctx', {}).get('error', 'decode error')} at "\
+                  f"character {loc[0] if loc else '?'})"
+        elif e.get("type") in ("model_attributes_type", "dict_type") and not loc:
+            msg = "the body must be a JSON object (send Content-Type: application/json)"
+        fields.append(name)
+        parts.append(f"{name}: {msg}")
+        clean.append({"loc": list(e.get("loc", ())), "msg": msg, "type": e.get("type")})
+    return "; ".join(parts), fields, clean
+
+
+# ----------------------------------------------------------------------------- metrics
+class _Observe:
+    """Pure ASGI middleware: count every HTTP request by route template and status, time it."""
+
+    def __init__(self, app: Any, metrics: Metrics, paths: set[str]) -> None:
+        self.app, self.metrics, self.paths = app, metrics, paths
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = {"code": 500}
+        start = time.perf_counter()
+        path = scope["path"]
+        # the route template (or a fixed name) labels the series: never a raw client path
+        name = path if path in self.paths else "/static" if path.startswith("/static/") \
+            else "unmatched"
+        self.metrics.in_progress.labels(name).inc()
+
+        async def send_status(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            self.metrics.in_progress.labels(name).dec()
+            code = status["code"]
+            self.metrics.requests.labels(name, scope["method"], str(code)).inc()
+            self.metrics.latency.labels(name).observe(time.perf_counter() - start)
+            if code >= 400:
+                kind = scope.get("seqrep_error") or {404: "not_found", 405: "method",
+                                                     413: "too_large", 422: "validation",
+                                                     503: "unavailable"}.get(code, "other")
+                self.metrics.errors.labels(name, kind if code < 500 or code == 503
+                                           else "internal").inc()
+
+
+class _BodyLimit:
+    """Pure ASGI middleware: a body over ``limit`` bytes gets a JSON 413, whether announced by
+    Content-Length or found while reading a chunked body."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    def _error(self) -> ApiError:
+        return ApiError(413, "too_large", f"request body over {self.limit} bytes (the room "
+                        f"--max-texts x --max-text-chars needs)",
+                        limit={"name": "max_body_bytes", "value": self.limit})
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            scope["seqrep_error"] = "too_large"
+            err = self._error()
+            await _error(err.status_code, err.kind, err.detail, **err.extra)(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> dict:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise self._error()  # FastAPI passes HTTP errors from reading the body on
+            return message
+
+        await self.app(scope, counted, send)
+
+
+# ----------------------------------------------------------------------------- the app
+def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | None = None,
+               settings: ServeSettings | None = None) -> FastAPI:
+    """The FastAPI application serving a saved labeler.
+
+    Args:
+        run_dir: a run folder or saved labeler folder; loaded in a background thread at
+            startup (``/health`` answers 503 until it is ready).
+        labeler: an already loaded labeler instead (tests, embedding in a program).
+        settings: limits and batching.
+    """
+    if run_dir is None and labeler is None:
+        raise ValueError("give run_dir or labeler")
+    settings = settings or ServeSettings()
+    config = labeler.config if labeler is not None else None
+    if config is None:
+        from seqrep.model.io import read_config
+
+        config = read_config(Path(run_dir))  # fails now, with one line, if not a labeler
+    source = str(run_dir) if run_dir is not None else config.model
+    state = _State(source, config, labeler, settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):  # noqa: ANN202
+        loader = threading.Thread(target=state.load, args=(run_dir and Path(run_dir),),
+                                  name="seqrep-load", daemon=True)
+        loader.start()
+        yield
+        # uvicorn has let the open requests finish; queued jobs are answered before we stop
+        await asyncio.get_running_loop().run_in_executor(None, loader.join)
+        await asyncio.get_running_loop().run_in_executor(None, state.shutdown)
+
+    app = FastAPI(title="seqrep", version=seqrep.__version__, lifespan=lifespan,
+                  description="Sequence labeling with decoder-only language models by "
+                              "sequence repetition. Spans carry character offsets into the "
+                              "text as sent: `text[start:end] == span.text`.")
+    app.state.seqrep = state
+    paths: set[str] = set()  # filled below: route templates, for the metrics' labels
+    app.add_middleware(_BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(_Observe, metrics=state.metrics, paths=paths)
+
+    # ------------------------------------------------------------------ errors as JSON
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        message, fields, errors = _validation_message(list(exc.errors()))
+        request.scope["seqrep_error"] = "validation"
+        return _error(422, "validation", message, fields=fields, detail=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if isinstance(exc, ApiError):
+            request.scope["seqrep_error"] = exc.kind
+            return _error(exc.status_code, exc.kind, exc.detail, exc.headers, **exc.extra)
+        if exc.status_code == 400:  # FastAPI could not parse the body (nested too deeply ...)
+            request.scope["seqrep_error"] = "validation"
+            return _error(422, "validation", "body: could not be read as JSON (nested too "
+                          "deeply, or not JSON)", fields=["body"])
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http")
+        return _error(exc.status_code, kind, str(exc.detail), exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        log.error("internal error on %s", request.url.path, exc_info=exc)
+        return _error(500, "internal", "internal server error (logged on the server)")
+
+    # ------------------------------------------------------------------ routes
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    @app.get("/health", responses={503: {"description": "loading, or the model failed"}})
+    async def health() -> JSONResponse:
+        """200 ``{"status": "ok"}`` once the model is loaded; 503 before (or if it failed)."""
+        if state.ready.is_set():
+            return JSONResponse({"status": "ok"})
+        if state.error:
+            return JSONResponse({"status": "error", "error": state.error}, 503)
+        return JSONResponse({"status": "loading"}, 503,
+                            headers={"Retry-After": str(settings.retry_after_s)})
+
+    @app.get("/v1/model", response_model=ModelInfo)
+    async def model_info() -> dict[str, Any]:
+        """What is served: labels, backbone, repetitions, exit layer, unmask, decoding."""
+        cfg = state.config
+        types = list(dict.fromkeys(split_tag(t)[1] for t in cfg.labels if t != "O"))
+        return {"labels": list(cfg.labels), "entity_types": [t for t in types if t],
+                "model": cfg.model, "source": state.source, "task": cfg.task,
+                "repetitions": cfg.repetitions, "exit_layer": cfg.exit_layer,
+                "unmask": cfg.unmask, "decoding": cfg.decoding, "finetune": cfg.finetune,
+                "seqrep_version": seqrep.__version__, "loaded": state.ready.is_set(),
+                "limits": asdict(settings) | {"max_body_bytes": settings.max_body_bytes}}
+
+    @app.post("/v1/label", response_model=None, responses={
+        200: {"model": LabelResponse}, 413: {"description": "over --max-texts or "
+                                             "--max-text-chars"},
+        422: {"description": "not JSON, or a field of the wrong type"},
+        503: {"description": "loading, or the queue is full (Retry-After)"}})
+    async def label(body: LabelRequest) -> JSONResponse:
+        """Label raw texts (or pre-tokenized sentences): spans with character offsets, the
+        records ``seqrep predict`` prints."""
+        if body.words is not None:
+            _check_texts([""] * len(body.words), "words", settings)
+            texts, pretokenized, field = _words_texts(body.words), True, "words"
+        else:
+            texts = [body.text] if body.text is not None else list(body.texts or [])
+            pretokenized, field = False, "text" if body.text is not None else "texts"
+        _check_texts(texts, field, settings)
+        records = await state.label(texts, pretokenized, body.decoding)
+        return JSONResponse({"decoding": body.decoding or state.config.decoding,
+                             "results": records})
+
+    async def hf(body: HFRequest) -> JSONResponse:
+        """Hugging Face token classification (aggregated by entity group): a list of
+        ``{entity_group, score, word, start, end}``, or one such list per text when
+        ``inputs`` is a list."""
+        single = isinstance(body.inputs, str)
+        texts = [body.inputs] if single else list(body.inputs)
+        _check_texts(texts, "inputs", settings)
+        records = await state.label(texts, False, None)
+        out = [[{"entity_group": s["label"], "score": s["score"], "word": s["text"],
+                 "start": s["start"], "end": s["end"]} for s in r["spans"]] for r in records]
+        return JSONResponse(out[0] if single else out)
+
+    hf_doc = {200: {"model": list[HFEntity] | list[list[HFEntity]]},
+              413: {"description": "over a limit"}, 422: {"description": "bad body"},
+              503: {"description": "loading or busy"}}
+    app.post("/v1/hf", response_model=None, responses=hf_doc, summary="Hf")(hf)
+    app.post("/", response_model=None, responses=hf_doc, summary="Hf at the root")(hf)
+
+    @app.get("/metrics", include_in_schema=True)
+    async def metrics() -> Response:
+        """Prometheus text format (this server's own registry)."""
+        if state.batcher is not None:
+            state.metrics.queue_depth.set(state.batcher.depth)
+        return Response(state.metrics.render(), media_type=state.metrics.content_type)
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    paths.update(getattr(r, "path", "") for r in app.routes)
+    return app
+
+

@@ -1,0 +1,104 @@
+"""Request and response bodies of the HTTP API (pydantic; FastAPI turns them into /docs)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
+
+
+class LabelRequest(BaseModel):
+    """Give exactly one of ``text``, ``texts`` or ``words``."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "examples": [{"text": "Angela Merkel met Emmanuel Macron in Berlin."},
+                     {"texts": ["Obama visited Paris.", "Peter Blackburn reports."],
+                      "decoding": "greedy"},
+                     {"words": [["Obama", "visited", "Paris", "."]]}]})
+
+    text: StrictStr | None = Field(None, description="one raw text (cut into sentences and "
+                                   "words as `seqrep predict` does)")
+    texts: list[StrictStr] | None = Field(None, description="several raw texts")
+    words: list[list[StrictStr]] | None = Field(
+        None, description="pre-tokenized sentences, one list of words each; a word holds no "
+        "whitespace. Each is labeled as one sentence whose text is its words joined by single "
+        "spaces; offsets point into that text")
+    decoding: Literal["greedy", "constrained"] | None = Field(
+        None, description="greedy (argmax per word) or constrained (Viterbi over valid IOB2 "
+        "transitions); default: the model's own")
+
+    @model_validator(mode="after")
+    def _one_input(self) -> LabelRequest:
+        given = [k for k in ("text", "texts", "words") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of text, texts or words"
+                             + (f" (got {', '.join(given)})" if given else ""))
+        return self
+
+
+class Span(BaseModel):
+    start: int = Field(description="character offset of the first character, into `text`")
+    end: int = Field(description="offset after the last character: text[start:end] == span text")
+    label: str
+    score: float = Field(description="mean probability of the span's tags")
+    text: str
+    words: list[int] = Field(description="[first word, last word + 1] within the text's words")
+
+
+class Sentence(BaseModel):
+    start: int
+    end: int
+    words: list[str]
+    tags: list[str]
+
+
+class Record(BaseModel):
+    """The record ``seqrep predict`` prints as one JSON line."""
+
+    text: str
+    sentences: list[Sentence]
+    spans: list[Span]
+
+
+class LabelResponse(BaseModel):
+    decoding: str = Field(description="the decoding that was used")
+    results: list[Record] = Field(description="one record per input text, in order")
+
+
+class HFRequest(BaseModel):
+    """The Hugging Face Inference API's token-classification body."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={
+        "examples": [{"inputs": "My name is Sarah and I live in London"}]})
+
+    inputs: StrictStr | list[StrictStr]
+    parameters: dict[str, Any] | None = Field(
+        None, description="accepted for compatibility (aggregation is always by entity group)")
+
+
+class HFEntity(BaseModel):
+    entity_group: str
+    score: float
+    word: str
+    start: int
+    end: int
+
+
+class ModelInfo(BaseModel):
+    labels: list[str]
+    entity_types: list[str]
+    model: str = Field(description="the backbone the labeler was built on")
+    source: str = Field(description="the run or labeler folder served")
+    task: str
+    repetitions: int
+    exit_layer: int | None
+    unmask: str
+    decoding: str
+    finetune: str
+    seqrep_version: str
+    loaded: bool
+    limits: dict[str, Any]
+
+
+class Health(BaseModel):
+    status: str
