@@ -166,6 +166,11 @@ class TrainConfig(_Config):
     seed: int = _f(42, "seed of initialisation, data order and dropout")
     max_steps: int | None = _f(None, "stop (resumably) after this many optimizer steps")
     threads: int | None = _f(None, "torch CPU threads (default: all cores)")
+    device: str = _f("auto", "auto (CUDA when present, else the CPU), cpu, cuda, cuda:N or mps; "
+                             "under torchrun / accelerate launch each process takes its GPU")
+    precision: str = _f("auto", "autocast of the backbone: auto (bf16 on GPUs that have it, "
+                                "fp32 on CPUs), fp32, bf16 or fp16; weights, head and loss "
+                                "stay fp32")
     eval_batch_size: int = _f(64, "sentences per batch at evaluation")
 
     def __post_init__(self) -> None:

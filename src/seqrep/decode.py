@@ -70,7 +70,7 @@ def decode(logits: torch.Tensor, labels: Sequence[str], method: str = "constrain
     """
     if method not in DECODINGS:
         raise ValueError(f"decoding={method!r}; expected one of {', '.join(DECODINGS)}")
-    log_probs = torch.log_softmax(logits.float(), dim=-1)
+    log_probs = torch.log_softmax(logits.detach().float().cpu(), dim=-1)  # any device in
     if method == "greedy":
         ids = log_probs.argmax(-1).tolist()
     else:

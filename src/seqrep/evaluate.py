@@ -119,6 +119,18 @@ def check_labels(sentences: Sequence[Sentence], labels: Sequence[str], source: s
     return list(sentences)
 
 
+def evaluate_logits(labeler: SequenceLabeler, sentences: Sequence[Sentence],
+                    logits: Sequence[Any], decoding: str | None = None) -> dict[str, Any]:
+    """Decode given logits of ``sentences`` the labeler's way and score them (``sentences``
+    is included; no timing)."""
+    from seqrep.predict import decode_logits
+
+    pred = [tags for tags, _ in decode_logits(labeler, sentences, logits, decoding)]
+    result = score([s.tags for s in sentences], pred, labeler.config.task)
+    result["sentences"] = len(sentences)
+    return result
+
+
 def evaluate(labeler: SequenceLabeler, sentences: Sequence[Sentence], decoding: str | None = None,
              batch_size: int = 32, progress: Callable[[int], None] | None = None
              ) -> dict[str, Any]:

@@ -28,10 +28,16 @@ def predict_tags(labeler: SequenceLabeler, sentences: Sequence[Sequence[str]],
         decoding: ``greedy`` or ``constrained``; default: the labeler's own setting.
         batch_size: sentences per forward pass.
     """
+    logits = labeler.word_logits(sentences, batch_size) if sentences else []
+    return decode_logits(labeler, sentences, logits, decoding)
+
+
+def decode_logits(labeler: SequenceLabeler, sentences: Sequence[Any], logits: Sequence[Any],
+                  decoding: str | None = None) -> list[tuple[list[str], list[float]]]:
+    """Tags and probabilities from per-sentence logits, decoded as the labeler decodes."""
     method = decoding or labeler.config.decoding
     if labeler.config.task == "tokens":
         method = "greedy"  # one tag per word: there are no transitions to constrain
-    logits = labeler.word_logits(sentences, batch_size) if sentences else []
     return [decode(x, labeler.config.labels, method) if len(s) else ([], [])
             for s, x in zip(sentences, logits)]
 

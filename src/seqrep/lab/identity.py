@@ -20,7 +20,7 @@ from typing import Any
 # section -> field -> the value that means "as before this field existed"
 NEUTRAL: dict[str, dict[str, Any]] = {
     "labeler": {"task": "auto"},
-    "train": {"batch_tokens": None},
+    "train": {"batch_tokens": None, "device": "auto", "precision": "auto"},
 }
 
 

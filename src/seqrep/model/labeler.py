@@ -28,6 +28,7 @@ from seqrep.encode.pipeline import Encoder, Item
 from seqrep.encode.repeat import Segment
 from seqrep.errors import ConfigError
 from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone
+from seqrep.model.device import Placement
 from seqrep.model.head import TokenHead
 from seqrep.model.masks import Unmasker, unmasked_layers
 from seqrep.model.tuning import prepare_backbone
@@ -55,6 +56,15 @@ class SequenceLabeler(nn.Module):
                                  backbone.model.config)
         self.head = TokenHead(info.hidden_size, max(len(config.labels), 1), config.dropout)
         self.backbone = prepare_backbone(self.backbone, config)  # after the head's init
+        self.placement = Placement()
+
+    def place(self, device: str | torch.device = "auto", precision: str = "auto"
+              ) -> SequenceLabeler:
+        """Move to ``device`` and run the backbone under ``precision`` autocast (see
+        :mod:`seqrep.model.device`); returns self. Outputs always come back on the CPU."""
+        self.placement = Placement.resolve(device, precision)
+        self.to(self.placement.device)
+        return self
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -66,10 +76,13 @@ class SequenceLabeler(nn.Module):
                 folder or hub id.
             labels: the IOB2 tags, ``O`` first.
             **options: any :class:`~seqrep.config.LabelerConfig` field (``repetitions``,
-                ``unmask``, ``exit_layer``, ``finetune`` ...).
+                ``unmask``, ``exit_layer``, ``finetune`` ...), and ``device`` /
+                ``precision`` (see :meth:`place`; default the CPU in fp32).
         """
+        placement = {k: options.pop(k) for k in ("device", "precision") if k in options}
         config = LabelerConfig(model=model, labels=list(labels), **options)
-        return cls(config, cls._load_backbone(config))
+        labeler = cls(config, cls._load_backbone(config))
+        return labeler.place(**placement) if placement else labeler
 
     @staticmethod
     def _load_backbone(config: LabelerConfig, source: str | None = None, cut: bool = True,
@@ -79,7 +92,8 @@ class SequenceLabeler(nn.Module):
                              config.trust_remote_code, tokenizer)
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, trust_remote_code: bool = False
+    def from_pretrained(cls, path: str | Path, trust_remote_code: bool = False,
+                        device: str | torch.device = "cpu", precision: str = "auto"
                         ) -> SequenceLabeler:
         """Load a labeler saved by :meth:`save_pretrained` or a run folder (safetensors only).
 
@@ -87,10 +101,12 @@ class SequenceLabeler(nn.Module):
             path: the labeler folder, or a run folder (its ``best/`` model).
             trust_remote_code: run code shipped with the backbone; only the caller decides,
                 never the folder.
+            device, precision: where and how to run it (see :meth:`place`); a folder trained
+                on a GPU loads on a CPU.
         """
         from seqrep.model.io import load_labeler
 
-        return load_labeler(cls, Path(path), trust_remote_code)
+        return load_labeler(cls, Path(path), trust_remote_code).place(device, precision)
 
     def save_pretrained(self, path: str | Path) -> Path:
         """Write the labeler to a folder atomically: config, labels, head, adapter/backbone."""
@@ -139,7 +155,8 @@ class SequenceLabeler(nn.Module):
             (if on), and ``{layer: (B, T, H)}`` raw outputs of the captured layers.
         """
         captured: dict[int, torch.Tensor] = {}
-        with self._capture(capture, captured), self.unmasker.active(batch.attention_mask):
+        with self._capture(capture, captured), self.unmasker.active(batch.attention_mask), \
+                self.placement.autocast():
             out = self.backbone(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
                                 position_ids=batch.position_ids, use_cache=False)
         return out.last_hidden_state, captured
@@ -168,9 +185,10 @@ class SequenceLabeler(nn.Module):
 
     @staticmethod
     def pool(hidden: torch.Tensor, batch: Batch) -> torch.Tensor:
-        """``(B, T, H)`` -> ``(W, H)``: average each word's read positions."""
-        picked = hidden[batch.read_batch, batch.read_pos] * batch.read_weight[:, None].to(hidden)
-        out = hidden.new_zeros(batch.num_words, hidden.shape[-1])
+        """``(B, T, H)`` -> ``(W, H)``: average each word's read positions (in fp32, whatever
+        precision the backbone ran in)."""
+        picked = hidden[batch.read_batch, batch.read_pos].float() * batch.read_weight[:, None]
+        out = picked.new_zeros(batch.num_words, hidden.shape[-1])
         return out.index_add_(0, batch.read_word, picked)
 
     def forward(self, batch: Batch) -> torch.Tensor:
@@ -192,7 +210,7 @@ class SequenceLabeler(nn.Module):
         out: list[torch.Tensor | None] = [None] * len(sentences)
         with _inference(self):
             for batch, items in self.batches(sentences, batch_size, max_tokens):
-                rows = fn(batch.to(self.device))  # (W, ...)
+                rows = fn(batch.to(self.device)).cpu()  # (W, ...): decoders read CPU tensors
                 k = 0
                 for it in items:
                     words = it.segment.words

@@ -25,8 +25,11 @@ def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def save_checkpoint(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                    state: TrainState) -> None:
-    """Write the full training state to ``path`` (replacing any previous one atomically)."""
+                    state: TrainState, rng: list[torch.Tensor] | None = None) -> None:
+    """Write the full training state to ``path`` (replacing any previous one atomically).
+
+    ``rng``: the torch RNG state of each process, by rank (default: this process's).
+    """
     names = {id(p): n for n, p in model.named_parameters()}
     tensors, groups = {}, []
     for group in optimizer.param_groups:
@@ -38,7 +41,9 @@ def save_checkpoint(path: Path, model: torch.nn.Module, optimizer: torch.optim.O
     with atomic_dir(path) as tmp:
         save_file(trainable_state(model), str(tmp / "trainable.safetensors"))
         save_file(tensors, str(tmp / "optimizer.safetensors"))
-        save_file({"torch": torch.get_rng_state()}, str(tmp / "rng.safetensors"))
+        states = rng or [torch.get_rng_state()]
+        save_file({"torch": states[0], **{f"torch_{r}": x for r, x in enumerate(states) if r}},
+                  str(tmp / "rng.safetensors"))
         write_json(tmp / "state.json", {"state": state.to_dict(), "param_groups": groups})
 
 
@@ -57,9 +62,9 @@ def _tensors(path: Path) -> dict[str, torch.Tensor]:
                        ) from None
 
 
-def load_checkpoint(path: Path, model: torch.nn.Module,
-                    optimizer: torch.optim.Optimizer) -> TrainState:
-    """Restore what :func:`save_checkpoint` wrote; returns the saved state.
+def load_checkpoint(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                    rank: int = 0) -> TrainState:
+    """Restore what :func:`save_checkpoint` wrote (process ``rank``'s RNG); returns the state.
 
     Raises:
         SeqrepError: a missing, truncated or tampered file, named, with what to do.
@@ -76,7 +81,7 @@ def load_checkpoint(path: Path, model: torch.nn.Module,
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise _corrupt(path / "state.json", f"not a valid training state ({err})") from None
     try:
-        _restore(path, model, optimizer, groups)
+        _restore(path, model, optimizer, groups, rank)
     except SeqrepError:
         raise
     except (RuntimeError, ValueError, KeyError, TypeError) as err:
@@ -85,7 +90,7 @@ def load_checkpoint(path: Path, model: torch.nn.Module,
 
 
 def _restore(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-             groups: list[dict]) -> None:
+             groups: list[dict], rank: int) -> None:
     weights = _tensors(path / "trainable.safetensors")
     params = dict(model.named_parameters())
     missing = set(weights) ^ {n for n, p in params.items() if p.requires_grad}
@@ -104,4 +109,4 @@ def _restore(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimize
         for p, name in zip(group["params"], saved_group["params"]):
             optimizer.state[p] = {k.split("::", 1)[1]: v for k, v in moments.items()
                                   if k.split("::", 1)[0] == name}
-    torch.set_rng_state(rng["torch"])
+    torch.set_rng_state(rng[f"torch_{rank}" if rank else "torch"])

@@ -2,10 +2,19 @@
 
 :class:`Trainer` owns one run's model, optimizer and :class:`~seqrep.train.state.TrainState`;
 :func:`seqrep.train.train` sets it up and finishes the run.
+
+One code path for 1 and N processes (``torchrun`` / ``accelerate launch``), CPU and GPU, through
+``accelerate.Accelerator``: every process builds the same seeded batch plan, and an optimizer
+step takes the next ``grad_accum x processes`` batches of it, process ``r`` running every
+``r``-th. The loss is the sum over labeled words divided by the words of the whole step (all
+micro-batches, all processes), so N processes with batch B give the step one process gives
+with the same batches accumulated. Evaluation shards sentences over the processes and gathers
+the logits back in order; only the main process writes the run folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
@@ -21,6 +30,7 @@ from seqrep.data.types import Sentence
 from seqrep.decode import decode
 from seqrep.evaluate import score
 from seqrep.fileio import append_jsonl
+from seqrep.model.device import Placement
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.train.checkpoint import load_checkpoint, save_checkpoint
 from seqrep.train.state import TrainState, build_optimizer, lr_factor, set_lr
@@ -31,15 +41,25 @@ class Trainer:
 
     def __init__(self, lcfg: LabelerConfig, tcfg: TrainConfig, output: Path, data: TrainData,
                  quiet: bool = False) -> None:
-        self.lcfg, self.cfg, self.output, self.data, self.quiet = lcfg, tcfg, output, data, quiet
-        self.labeler = SequenceLabeler.from_model(**lcfg.to_dict())
+        from accelerate import Accelerator
+
+        self.lcfg, self.cfg, self.output, self.data = lcfg, tcfg, output, data
+        placement = Placement.resolve(tcfg.device, tcfg.precision)
+        self.accelerator = Accelerator(cpu=placement.device.type == "cpu")
+        self.rank = self.accelerator.process_index
+        self.world = self.accelerator.num_processes
+        self.main = self.accelerator.is_main_process
+        self.quiet = quiet or not self.main
+        self.labeler = SequenceLabeler.from_model(**lcfg.to_dict()).place(*_fields(placement))
         self.labeler.train()
+        # DDP when there are several processes; the labeler itself otherwise
+        self.model = self.accelerator.prepare_model(self.labeler, device_placement=False)
         self.encoder = self.labeler.encoder
         self.items = self.encoder.items([s.words for s in data.train],
                                         [s.tags for s in data.train])
         self.batches_per_epoch = len(self.encoder.plan(self.items, tcfg.batch_size,
                                                        tcfg.batch_tokens))
-        self.steps_per_epoch = math.ceil(self.batches_per_epoch / tcfg.grad_accum)
+        self.steps_per_epoch = math.ceil(self.batches_per_epoch / (tcfg.grad_accum * self.world))
         self.total_steps = self.steps_per_epoch * tcfg.epochs
         self.optimizer = build_optimizer(self.labeler, tcfg)
         self.state = TrainState()
@@ -52,32 +72,54 @@ class Trainer:
 
     def run(self) -> TrainState:
         cfg, s = self.cfg, self.state
-        loss_fn = nn.CrossEntropyLoss()
         bar = self._bar()
         stop = False
+        per_step = cfg.grad_accum * self.world
         while s.epoch < cfg.epochs and not s.done and not stop:
             batches = self.epoch_batches(s.epoch)
             while s.batch < len(batches) and not stop:
                 t0 = time.perf_counter()
-                batch = self.encoder.collate([self.items[i] for i in batches[s.batch]])
-                loss = loss_fn(self.labeler(batch), batch.labels)
-                (loss / cfg.grad_accum).backward()
-                s.tokens += batch.tokens
-                s.sentences += sum(0 in self.items[i].segment.words for i in batches[s.batch])
-                s.loss_sum += loss.item()
-                s.loss_n += 1
-                s.batch += 1
-                boundary = s.batch % cfg.grad_accum == 0 or s.batch == len(batches)
-                if boundary:
-                    self._step()
+                group = batches[s.batch : s.batch + per_step]  # this step, all processes
+                self._train_step(group)
+                s.batch += len(group)
                 s.train_seconds += time.perf_counter() - t0
-                bar.update(1)
+                bar.update(len(group))
                 bar.set_postfix(self._postfix())
-                stop = boundary and self._after_step(last_of_epoch=s.batch == len(batches))
+                stop = self._after_step(last_of_epoch=s.batch == len(batches))
             if s.batch >= len(batches):
                 s.epoch, s.batch = s.epoch + 1, 0
         bar.close()
         return s
+
+    def _train_step(self, group: list[list[int]]) -> None:
+        """Forward and backward over this process's share of ``group``, then one step.
+
+        A process left without a batch in the last, short step runs one with weight 0, so
+        every process takes part in each gradient reduction.
+        """
+        s, items = self.state, self.items
+        words = sum(len(items[i].segment.words) for b in group for i in b)
+        micro = math.ceil(len(group) / self.world)
+        loss_sum = torch.zeros((), dtype=torch.float64)
+        for a in range(micro):
+            j = a * self.world + self.rank
+            batch = self.encoder.collate([items[i] for i in group[min(j, len(group) - 1)]])
+            batch = batch.to(self.labeler.device)
+            weight = 1.0 if j < len(group) else 0.0
+            sync = a == micro - 1
+            with contextlib.nullcontext() if sync else self.accelerator.no_sync(self.model):
+                logits = self.model(batch)
+                loss = nn.functional.cross_entropy(logits, batch.labels, reduction="sum")
+                # DDP averages gradients over processes: scale back to a sum over the step
+                (loss * (weight * self.world / words)).backward()
+            loss_sum += loss.detach().double().cpu() * weight
+        if self.world > 1:
+            loss_sum = self.accelerator.reduce(loss_sum.to(self.labeler.device), "sum").cpu()
+        self._step()
+        s.loss_sum += float(loss_sum) / words
+        s.loss_n += 1
+        s.tokens += sum(len(items[i].segment) for b in group for i in b)
+        s.sentences += sum(0 in items[i].segment.words for b in group for i in b)
 
     def _step(self) -> None:
         if self.cfg.max_grad_norm:
@@ -112,7 +154,9 @@ class Trainer:
 
     # ------------------------------------------------------------------ evaluation
     def eval_logits(self, sentences: list[Sentence]) -> list[torch.Tensor]:
-        return self.labeler.word_logits([s.words for s in sentences], self.cfg.eval_batch_size)
+        """Logits of ``sentences`` (CPU), computed in shards over the processes."""
+        return sharded_logits(self.labeler, [s.words for s in sentences],
+                              self.cfg.eval_batch_size, self.accelerator)
 
     def evaluate_and_select(self) -> dict[str, Any]:
         """Score the validation split, log it, and save the model if it is the best so far.
@@ -138,16 +182,19 @@ class Trainer:
         if task == "spans":
             record["predicted_spans"] = best["predicted_spans"]
             record["gold_spans"] = best["gold_spans"]
-        append_jsonl(self.output / "log.jsonl", record)
+        if self.main:
+            append_jsonl(self.output / "log.jsonl", record)
         s.evals += 1
         s.loss_sum, s.loss_n = 0.0, 0
         if f1 > s.best_f1:
             s.best_f1, s.best, s.bad_evals = f1, record, 0
             self.labeler.config = self.lcfg.replace(decoding=chosen)
-            self.labeler.save_pretrained(self.output / "best")
+            if self.main:
+                self.labeler.save_pretrained(self.output / "best")
+            self.accelerator.wait_for_everyone()
         else:
             s.bad_evals += 1
-        if task == "spans" and best["predicted_spans"] == 0:
+        if task == "spans" and best["predicted_spans"] == 0 and self.main:
             print(f"warning: step {s.step}: the model predicts no span on the validation "
                   f"split ({best['gold_spans']} gold spans), so its F1 is 0; train longer "
                   f"or with a higher learning rate", file=sys.stderr, flush=True)
@@ -167,10 +214,21 @@ class Trainer:
 
     # ------------------------------------------------------------------ state
     def save(self) -> None:
-        save_checkpoint(self.output / "checkpoint", self.labeler, self.optimizer, self.state)
+        """Checkpoint (main process): the weights and moments (the same on every process)
+        and each process's RNG state."""
+        rng = [torch.get_rng_state()]
+        if self.world > 1:
+            from accelerate.utils import gather_object
+
+            rng = [x for _, x in sorted(gather_object([(self.rank, rng[0])]))]
+        if self.main:
+            save_checkpoint(self.output / "checkpoint", self.labeler, self.optimizer,
+                            self.state, rng)
+        self.accelerator.wait_for_everyone()
 
     def restore(self) -> None:
-        self.state = load_checkpoint(self.output / "checkpoint", self.labeler, self.optimizer)
+        self.state = load_checkpoint(self.output / "checkpoint", self.labeler, self.optimizer,
+                                     self.rank)
 
     def _postfix(self) -> dict[str, str]:
         s = self.state
@@ -185,6 +243,25 @@ class Trainer:
         done = self.state.epoch * self.batches_per_epoch + self.state.batch
         return tqdm(total=self.batches_per_epoch * self.cfg.epochs, initial=done, unit="batch",
                     disable=self.quiet, dynamic_ncols=True, mininterval=2.0)
+
+
+def _fields(placement: Placement) -> tuple:
+    return placement.device, placement.precision
+
+
+def sharded_logits(labeler: SequenceLabeler, words: list, batch_size: int,
+                   accelerator: object | None = None) -> list[torch.Tensor]:
+    """``labeler.word_logits(words)``, each process computing every N-th sentence, gathered
+    back in input order on every process (no sentence lost or counted twice)."""
+    world = getattr(accelerator, "num_processes", 1)
+    if world == 1:
+        return labeler.word_logits(words, batch_size)
+    from accelerate.utils import gather_object
+
+    rank = accelerator.process_index  # type: ignore[attr-defined]
+    mine = labeler.word_logits(words[rank::world], batch_size)
+    parts = dict(gather_object([(rank, mine)]))
+    return [parts[i % world][i // world] for i in range(len(words))]
 
 
 def scores_by_decoding(logits: list[torch.Tensor], gold: list[Sentence], labels: list[str],

@@ -15,6 +15,7 @@ import contextlib
 import gc
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,17 +136,20 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
               f"-> {output}", flush=True)
     with seeded(train_config.seed):
         trainer = Trainer(labeler_config, train_config, output, data, quiet)  # loads the model
-        replace_output(output, resume)
-        if not resume:
-            write_json(output / "run.json", {"labeler": labeler_config.to_dict(),
-                                             "train": train_config.to_dict(),
-                                             "reader_options": reader_options or {},
-                                             "train_sentences": len(data.train),
-                                             "eval_sentences": len(data.eval),
-                                             "validation_source": data.validation_source})
+        if trainer.main:
+            replace_output(output, resume)
+            if not resume:
+                write_json(output / "run.json", {"labeler": labeler_config.to_dict(),
+                                                 "train": train_config.to_dict(),
+                                                 "reader_options": reader_options or {},
+                                                 "train_sentences": len(data.train),
+                                                 "eval_sentences": len(data.eval),
+                                                 "validation_source": data.validation_source,
+                                                 "processes": trainer.world})
+        trainer.accelerator.wait_for_everyone()
         if resume and (output / "checkpoint" / "state.json").exists():
             trainer.restore()
-        if resume:
+        if resume and trainer.main:
             trim_log(output / "log.jsonl", trainer.state.evals)
         state = trainer.run()
         if state.epoch < train_config.epochs and not state.done:
@@ -154,16 +158,20 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
 
 
 def finish(trainer: Trainer) -> dict[str, Any]:
-    """Evaluate the best model on the test split and write ``metrics.json``."""
-    from seqrep.evaluate import evaluate
+    """Evaluate the best model on the test split and write ``metrics.json`` (main process)."""
+    from seqrep.evaluate import evaluate_logits
+    from seqrep.train.loop import sharded_logits
 
     output, s = trainer.output, trainer.state
     if s.best is None:
         trainer.evaluate_and_select()
     trainable = sum(q.numel() for q in trainer.labeler.parameters() if q.requires_grad)
-    trainer.labeler = trainer.optimizer = None  # free before reloading
+    trainer.labeler_placement = trainer.labeler.placement
+    trainer.labeler = trainer.model = trainer.optimizer = None  # free before reloading
     gc.collect()
-    best = SequenceLabeler.from_pretrained(output / "best")
+    placement = trainer.labeler_placement
+    best = SequenceLabeler.from_pretrained(output / "best", device=placement.device,
+                                           precision=placement.precision)
     metrics: dict[str, Any] = {
         "status": "finished", "task": best.config.task, "validation": s.best,
         "validation_source": trainer.data.validation_source, "decoding": best.config.decoding,
@@ -172,10 +180,16 @@ def finish(trainer: Trainer) -> dict[str, Any]:
         "train_sentences_per_second": round(s.sentences / max(s.train_seconds, 1e-9), 2),
         "trainable_parameters": trainable}
     if trainer.data.test:
-        metrics["test"] = evaluate(best, trainer.data.test, batch_size=trainer.cfg.eval_batch_size)
+        start = time.perf_counter()
+        logits = sharded_logits(best, [x.words for x in trainer.data.test],
+                                trainer.cfg.eval_batch_size, trainer.accelerator)
+        metrics["test"] = evaluate_logits(best, trainer.data.test, logits)
+        metrics["test"]["seconds"] = round(time.perf_counter() - start, 3)
         if not trainer.quiet:
             print(f"test F1 {metrics['test']['f1'] * 100:.2f}% ({best.config.decoding} decoding, "
                   f"{metrics['test']['sentences']} sentences)", flush=True)
-    write_json(output / "metrics.json", metrics)
-    shutil.rmtree(output / "checkpoint", ignore_errors=True)  # the run is complete
+    if trainer.main:
+        write_json(output / "metrics.json", metrics)
+        shutil.rmtree(output / "checkpoint", ignore_errors=True)  # the run is complete
+    trainer.accelerator.wait_for_everyone()
     return metrics

@@ -1,0 +1,117 @@
+"""Where a model runs and at which precision: the one place for devices and autocast.
+
+- ``device``: ``auto`` (CUDA when present, else Apple's MPS, else the CPU), ``cpu``, ``cuda``,
+  ``cuda:N`` or ``mps``. Under a distributed launch (``torchrun``, ``accelerate launch``) each
+  process takes its own local GPU.
+- ``precision``: ``fp32``, ``bf16`` or ``fp16`` as autocast around the backbone; weights stay
+  fp32 (the master copy when training) and the head, the loss and the decoders run in fp32.
+  ``auto`` is bf16 on a GPU that supports it, fp16 on other GPUs, and fp32 on CPUs and MPS.
+
+Bad choices (``cuda`` without CUDA, ``bf16`` where the device has no bf16) are a ConfigError
+that says what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from seqrep.errors import ConfigError
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@functools.cache
+def cpu_has_bf16() -> bool:
+    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX), read from /proc/cpuinfo."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            flags = set(next((line for line in f if line.startswith("flags")), "").split())
+    except OSError:
+        return False
+    return bool(flags & {"avx512_bf16", "amx_bf16"})
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    """The torch device a ``--device`` value names, checked against this machine."""
+    name = (name or "auto").lower()
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda", local % max(1, torch.cuda.device_count()))
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if name == "cpu":
+        return torch.device("cpu")
+    if name == "mps":
+        if not torch.backends.mps.is_available():
+            raise ConfigError("--device mps: this machine has no Apple MPS device; use "
+                              "--device cpu")
+        return torch.device("mps")
+    if name == "cuda" or name.startswith("cuda:"):
+        if not torch.cuda.is_available():
+            raise ConfigError(f"--device {name}: CUDA is not available here (no GPU, or a CPU "
+                              f"build of torch); use --device cpu")
+        try:
+            index = int(name.split(":", 1)[1]) if ":" in name else local
+        except ValueError:
+            raise ConfigError(f"--device {name!r}: expected cuda or cuda:N") from None
+        if not 0 <= index < torch.cuda.device_count():
+            raise ConfigError(f"--device {name}: there are {torch.cuda.device_count()} GPUs "
+                              f"(cuda:0..cuda:{torch.cuda.device_count() - 1})")
+        return torch.device("cuda", index)
+    raise ConfigError(f"--device {name!r}; expected auto, cpu, cuda, cuda:N or mps")
+
+
+def resolve_precision(name: str, device: torch.device) -> str:
+    """``fp32``, ``bf16`` or ``fp16`` for ``device``; ``auto`` picks by the rules above."""
+    name = (name or "auto").lower()
+    if name not in PRECISIONS:
+        raise ConfigError(f"--precision {name!r}; expected one of {', '.join(PRECISIONS)}")
+    if device.type == "cuda":
+        bf16 = torch.cuda.is_bf16_supported()
+        if name == "auto":
+            return "bf16" if bf16 else "fp16"
+        if name == "bf16" and not bf16:
+            raise ConfigError(f"--precision bf16: {torch.cuda.get_device_name(device)} has no "
+                              f"bf16; use --precision fp16 or fp32")
+        return name
+    if name == "auto":
+        return "fp32"
+    if device.type == "cpu" and name == "fp16":
+        raise ConfigError("--precision fp16 is not supported on the CPU; use bf16 (on CPUs "
+                          "with AVX512-BF16 or AMX) or fp32")
+    if device.type == "cpu" and name == "bf16" and not cpu_has_bf16():
+        raise ConfigError("--precision bf16: this CPU has no native bf16 (AVX512-BF16 or "
+                          "AMX), where it would be slower than fp32; use --precision fp32")
+    return name
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A device and a precision, and the autocast context that applies them."""
+
+    device: torch.device = torch.device("cpu")
+    precision: str = "fp32"
+
+    @classmethod
+    def resolve(cls, device: str | torch.device = "auto", precision: str = "auto"
+                ) -> Placement:
+        dev = device if isinstance(device, torch.device) else resolve_device(device)
+        return cls(dev, resolve_precision(precision, dev))
+
+    @contextlib.contextmanager
+    def autocast(self) -> Iterator[None]:
+        """Autocast to the precision on the device (nothing for fp32)."""
+        if self.precision == "fp32":
+            yield
+            return
+        with torch.autocast(self.device.type, dtype=DTYPES[self.precision]):
+            yield
