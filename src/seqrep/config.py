@@ -26,12 +26,12 @@ def _choice(name: str, value: Any, allowed: tuple) -> None:
 
 
 UNMASK_NAMES = ("none", "full", "middle")
-FINETUNE_MODES = ("full", "lora", "frozen")
+FINETUNE_MODES = ("full", "lora", "qlora", "frozen")
 # Learning rates by fine-tuning mode, used where TrainConfig leaves lr / head_lr unset.
 # full: the CPU recipe measured in README.md; lora: the paper's 2e-4; frozen: no backbone
 # weight trains, so only the head's rate matters.
-DEFAULT_LR = {"full": 5e-5, "lora": 2e-4, "frozen": 5e-5}
-DEFAULT_HEAD_LR = {"full": 1e-3, "lora": 1e-3, "frozen": 1e-3}
+DEFAULT_LR = {"full": 5e-5, "lora": 2e-4, "qlora": 2e-4, "frozen": 5e-5}
+DEFAULT_HEAD_LR = {"full": 1e-3, "lora": 1e-3, "qlora": 1e-3, "frozen": 1e-3}
 
 
 def parse_unmask(value: str) -> str | tuple[int, ...]:
@@ -89,8 +89,9 @@ class LabelerConfig(_Config):
                                  "overlapping windows")
     dropout: float = _f(0.1, "dropout before the linear head")
     padding_side: str = _f("right", "pad after (right) or before (left) the repeated sequence")
-    finetune: str = _f("full", "full (all backbone weights; the CPU default), lora (the paper's "
-                               "recipe: adapters on q,k,v,o) or frozen (head only)")
+    finetune: str = _f("full", "full (all backbone weights; the CPU default), lora (adapters on "
+                               "q,k,v,o), qlora (the paper's: LoRA on a 4-bit NF4 base; needs a "
+                               "CUDA GPU and bitsandbytes) or frozen (head only)")
     train_embeddings: bool = _f(False, "with finetune=full, train the input embeddings too "
                                        "(off: a quarter less time per step on CPU)")
     lora_rank: int = _f(16, "LoRA rank")
@@ -157,6 +158,8 @@ class TrainConfig(_Config):
                                         "tokens (None: no limit)")
     grad_accum: int = _f(1, "batches per optimizer step")
     max_grad_norm: float = _f(1.0, "gradient clipping norm (0: off)")
+    gradient_checkpointing: bool = _f(False, "recompute activations in the backward pass "
+                                             "(less memory, about a third more time)")
     eval_every: int = _f(0, "evaluate every N optimizer steps (0: at the end of each epoch)")
     checkpoint_every: int = _f(0, "write a resumable checkpoint every N optimizer steps "
                                   "(0: at each evaluation)")

@@ -45,6 +45,10 @@ def _params() -> list:
         p("batch_size", int, typer.Option(64, "--batch-size")),
         p("trust_remote_code", bool, typer.Option(False, "--trust-remote-code", help=(
             "run code shipped with the model (never enabled by the run folder itself)"))),
+        p("device", str, typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N or mps")),
+        p("precision", str, typer.Option("auto", "--precision",
+                                         help="auto (bf16 on GPUs, fp32 on CPUs), fp32, bf16 "
+                                              "or fp16")),
         p("as_json", bool, typer.Option(False, "--json", help="print JSON (fractions 0..1)")),
         p("quiet", bool, typer.Option(False, "--quiet", "-q", help="no progress bar")),
     ] + config_params(ReaderConfig)
@@ -63,7 +67,8 @@ def evaluate_command(values: dict[str, Any]) -> None:
     dataset, split = values["dataset"], values["split"]
     if split is None:
         split = "train" if holds_one_split(dataset) else "test"
-    labeler = SequenceLabeler.from_pretrained(values["run"], values["trust_remote_code"])
+    labeler = SequenceLabeler.from_pretrained(values["run"], values["trust_remote_code"],
+                                              values["device"], values["precision"])
     corpus = load_corpus(dataset, split, reader.format, **reader.options())
     gold = check_labels([s for s in corpus.sentences if len(s)], labeler.config.labels,
                         corpus.name or dataset, parse_label_map(values["label_map"]),

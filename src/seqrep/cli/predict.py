@@ -47,6 +47,9 @@ def predict(
     trust_remote_code: bool = typer.Option(
         False, "--trust-remote-code",
         help="run code shipped with the model (never enabled by the run folder itself)"),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N or mps"),
+    precision: str = typer.Option("auto", "--precision",
+                                  help="auto (bf16 on GPUs, fp32 on CPUs), fp32, bf16 or fp16"),
 ) -> None:
     """Print one JSON line per input line (spans with character offsets), or CoNLL columns.
 
@@ -76,7 +79,7 @@ def predict(
         except UnicodeEncodeError:
             raise ConfigError("TEXT is not valid UTF-8; pass it in a file with --input") from None
         texts = [text]
-    labeler = SequenceLabeler.from_pretrained(run, trust_remote_code)
+    labeler = SequenceLabeler.from_pretrained(run, trust_remote_code, device, precision)
     for record in predict_text(labeler, texts, decoding, batch_size, pretokenized=words):
         if output_format == "conll":
             sys.stdout.write(to_conll(record))

@@ -29,6 +29,11 @@ def _params() -> list[inspect.Parameter]:
                                  default=typer.Option(None, f"--{name}", help=help))
 
     extra = [
+        inspect.Parameter("ctx", kw, annotation=typer.Context),
+        inspect.Parameter("recipe", kw, annotation=str | None, default=typer.Option(
+            None, "--recipe", help="a whole protocol: paper (QLoRA r=16 on a 4-bit base, lr "
+                                   "2e-4, weight decay 0.05, effective batch 32, 10 epochs, "
+                                   "bf16; needs a CUDA GPU); options you give still win")),
         path_option("train", "training file (sets --dataset to it)"),
         path_option("validation", "validation file (sets --eval-split to it)"),
         path_option("test", "test file (sets --test-split to it)"),
@@ -58,6 +63,15 @@ def train_command(values: dict[str, Any]) -> None:
     labeler = LabelerConfig(**config_values(LabelerConfig, values, SKIP_LABELER))
     cfg = TrainConfig(**config_values(TrainConfig, values))
     reader = ReaderConfig(**config_values(ReaderConfig, values, ("format",)))
+    if values.get("recipe"):
+        from typer._click.core import ParameterSource
+
+        from seqrep.train.recipes import apply_recipe
+
+        ctx = values["ctx"]
+        given = {name for name in values if name != "ctx" and ctx.get_parameter_source(name)
+                 in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)}
+        labeler, cfg = apply_recipe(values["recipe"], labeler, cfg, given)
     torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
     metrics = train(labeler, cfg, values["output"], overwrite=values["overwrite"],
                     resume=values["resume"], quiet=values["quiet"],

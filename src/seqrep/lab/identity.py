@@ -20,7 +20,8 @@ from typing import Any
 # section -> field -> the value that means "as before this field existed"
 NEUTRAL: dict[str, dict[str, Any]] = {
     "labeler": {"task": "auto"},
-    "train": {"batch_tokens": None, "device": "auto", "precision": "auto"},
+    "train": {"batch_tokens": None, "device": "auto", "precision": "auto",
+              "gradient_checkpointing": False},
 }
 
 

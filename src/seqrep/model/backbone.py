@@ -10,6 +10,7 @@ layers above L are never built, loaded or computed. The cut model's output is th
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,8 @@ def resolve_source(name: str) -> str:
 
 def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = True,
                   attn_implementation: str | None = "sdpa", dtype: str = "float32",
-                  trust_remote_code: bool = False, tokenizer: str | None = None) -> Backbone:
+                  trust_remote_code: bool = False, tokenizer: str | None = None,
+                  quantization: Any = None) -> Backbone:
     """Load a base model and its tokenizer, cut after ``exit_layer`` layers.
 
     Args:
@@ -75,6 +77,7 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
         dtype: torch dtype name of the weights.
         trust_remote_code: allow code from the model repo (off unless the user asks).
         tokenizer: where to load the tokenizer from (default: the model's source).
+        quantization: a transformers quantization config (QLoRA's 4-bit base), or None.
 
     Raises:
         ModelError: unknown model, or an exit layer the model does not have.
@@ -101,9 +104,12 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
     try:
         tokenizer = AutoTokenizer.from_pretrained(tokenizer or source, **kw)
         with quiet_transformers():
+            extra = {} if quantization is None else {
+                "quantization_config": quantization,
+                "device_map": {"": int(os.environ.get("LOCAL_RANK", "0"))}}
             model = AutoModel.from_pretrained(
                 source, config=config, dtype=getattr(torch, dtype), use_safetensors=True,
-                attn_implementation=attn_implementation, **kw)
+                attn_implementation=attn_implementation, **extra, **kw)
     except (OSError, ValueError) as err:
         raise _load_error(name, source, err) from None
     pad_id = pad_token_id(tokenizer, model.get_input_embeddings().num_embeddings)

@@ -7,8 +7,9 @@
   fp32 (the master copy when training) and the head, the loss and the decoders run in fp32.
   ``auto`` is bf16 on a GPU that supports it, fp16 on other GPUs, and fp32 on CPUs and MPS.
 
-Bad choices (``cuda`` without CUDA, ``bf16`` where the device has no bf16) are a ConfigError
-that says what to do.
+Bad choices (``cuda`` without CUDA, ``bf16`` on a GPU without it, ``fp16`` on the CPU) are a
+ConfigError that says what to do; ``bf16`` on a CPU without native bf16 runs (emulated) with a
+warning that it is slower there.
 """
 
 from __future__ import annotations
@@ -89,8 +90,10 @@ def resolve_precision(name: str, device: torch.device) -> str:
         raise ConfigError("--precision fp16 is not supported on the CPU; use bf16 (on CPUs "
                           "with AVX512-BF16 or AMX) or fp32")
     if device.type == "cpu" and name == "bf16" and not cpu_has_bf16():
-        raise ConfigError("--precision bf16: this CPU has no native bf16 (AVX512-BF16 or "
-                          "AMX), where it would be slower than fp32; use --precision fp32")
+        import warnings
+
+        warnings.warn("--precision bf16: this CPU has no native bf16 (AVX512-BF16 or AMX), so "
+                      "torch emulates it, slower than fp32", stacklevel=2)
     return name
 
 

@@ -44,7 +44,7 @@ def save_labeler(labeler: SequenceLabeler, path: Path) -> Path:
         head = {k: v.detach().float().contiguous().cpu()
                 for k, v in labeler.head.state_dict().items()}
         save_file(head, str(tmp / "head.safetensors"))
-        if labeler.config.finetune == "lora":
+        if labeler.config.finetune in ("lora", "qlora"):
             labeler.backbone.save_pretrained(str(tmp / "adapter"))
         elif labeler.config.finetune == "full":
             labeler.backbone.save_pretrained(str(tmp / "backbone"), safe_serialization=True)
@@ -100,12 +100,18 @@ def load_labeler(cls: type[SequenceLabeler], path: Path,
         _require_safetensors(path / "backbone", "backbone")
         backbone = cls._load_backbone(config, str(path / "backbone"), False, tokenizer)
     else:
-        if config.finetune == "lora":
+        if config.finetune in ("lora", "qlora"):
             _require_safetensors(path / "adapter", "LoRA adapter")
-        backbone = cls._load_backbone(config, tokenizer=tokenizer)
+        base = config
+        if config.finetune == "qlora":
+            import torch
+
+            # the 4-bit base needs a GPU; elsewhere the adapter goes on the full base
+            base = config if torch.cuda.is_available() else config.replace(finetune="lora")
+        backbone = cls._load_backbone(base, tokenizer=tokenizer)
     labeler = cls(config.replace(finetune="frozen"), backbone)
     labeler.config = config
-    if config.finetune == "lora":
+    if config.finetune in ("lora", "qlora"):
         labeler.backbone = load_adapter(labeler.backbone, path / "adapter")
     head = path / "head.safetensors"
     try:

@@ -63,7 +63,10 @@ class SequenceLabeler(nn.Module):
         """Move to ``device`` and run the backbone under ``precision`` autocast (see
         :mod:`seqrep.model.device`); returns self. Outputs always come back on the CPU."""
         self.placement = Placement.resolve(device, precision)
-        self.to(self.placement.device)
+        if getattr(self.backbone, "is_loaded_in_4bit", False):
+            self.head.to(self.placement.device)  # a 4-bit base stays where bitsandbytes put it
+        else:
+            self.to(self.placement.device)
         return self
 
     # ----------------------------------------------------------------- construction
@@ -87,9 +90,15 @@ class SequenceLabeler(nn.Module):
     @staticmethod
     def _load_backbone(config: LabelerConfig, source: str | None = None, cut: bool = True,
                        tokenizer: str | None = None) -> Backbone:
+        quantization = None
+        if config.finetune == "qlora":
+            from seqrep.model.tuning import check_qlora, quantization_config
+
+            check_qlora()
+            quantization = quantization_config()
         return load_backbone(source or config.model, config.exit_layer if cut else None,
                              config.final_norm, config.attn_implementation, config.dtype,
-                             config.trust_remote_code, tokenizer)
+                             config.trust_remote_code, tokenizer, quantization)
 
     @classmethod
     def from_pretrained(cls, path: str | Path, trust_remote_code: bool = False,

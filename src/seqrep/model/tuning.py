@@ -6,6 +6,10 @@ modules, never from a per-family table of classes.
 
 - ``full``: every backbone weight trains, except the input embeddings unless asked.
 - ``lora``: LoRA adapters on the attention projections (the paper: q, k, v, o).
+- ``qlora``: the paper's recipe: the base loaded in 4-bit NF4 with double quantization and
+  bf16 compute (bitsandbytes, CUDA only), ``prepare_model_for_kbit_training``, then LoRA as
+  above. A QLoRA run folder loads on a machine without a GPU as LoRA on the full-precision
+  base (the adapter and head are the same).
 - ``frozen``: the backbone is fixed; only the head trains (a linear probe).
 """
 
@@ -35,10 +39,39 @@ def lora_targets(model: nn.Module) -> list[str]:
     return names
 
 
+def check_qlora() -> None:
+    """Raise a ConfigError saying what is needed when QLoRA cannot run here."""
+    import importlib.util
+
+    import torch
+
+    from seqrep.errors import ConfigError
+
+    if not torch.cuda.is_available():
+        raise ConfigError("--finetune qlora needs a CUDA GPU (bitsandbytes 4-bit kernels); "
+                          "on this machine use --finetune lora or full")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise ConfigError("--finetune qlora needs bitsandbytes: pip install bitsandbytes")
+
+
+def quantization_config():  # noqa: ANN201 - a transformers BitsAndBytesConfig
+    """The paper's 4-bit base: NF4, double quantization, bf16 compute."""
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                              bnb_4bit_use_double_quant=True,
+                              bnb_4bit_compute_dtype=torch.bfloat16)
+
+
 def prepare_backbone(backbone: nn.Module, config: LabelerConfig) -> nn.Module:
     """Set which weights of ``backbone`` train for ``config.finetune``; returns the module to
-    use (a peft model for ``lora``)."""
-    if config.finetune == "lora":
+    use (a peft model for ``lora`` and ``qlora``)."""
+    if config.finetune == "qlora" and getattr(backbone, "is_loaded_in_4bit", False):
+        from peft import prepare_model_for_kbit_training
+
+        backbone = prepare_model_for_kbit_training(backbone, use_gradient_checkpointing=False)
+    if config.finetune in ("lora", "qlora"):
         from peft import LoraConfig, get_peft_model
 
         lora = LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha,

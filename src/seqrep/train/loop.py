@@ -51,6 +51,9 @@ class Trainer:
         self.main = self.accelerator.is_main_process
         self.quiet = quiet or not self.main
         self.labeler = SequenceLabeler.from_model(**lcfg.to_dict()).place(*_fields(placement))
+        if tcfg.gradient_checkpointing:
+            self.labeler.backbone.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False})
         self.labeler.train()
         # DDP when there are several processes; the labeler itself otherwise
         self.model = self.accelerator.prepare_model(self.labeler, device_placement=False)

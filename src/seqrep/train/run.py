@@ -27,7 +27,9 @@ from seqrep.data.splits import load_data, resolve_task, tag_inventory
 from seqrep.errors import SeqrepError
 from seqrep.evaluate import check_labels
 from seqrep.fileio import write_json
+from seqrep.model.device import Placement
 from seqrep.model.labeler import SequenceLabeler
+from seqrep.model.tuning import check_qlora
 from seqrep.train.loop import Trainer
 
 
@@ -118,6 +120,9 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
                               f"({err})") from None
         reader_options = saved.get("reader_options") or {}
     train_config = train_config.resolved(labeler_config.finetune)
+    Placement.resolve(train_config.device, train_config.precision)  # fail before reading data
+    if labeler_config.finetune == "qlora":
+        check_qlora()
     data = load_data(train_config, reader_options)
     task = resolve_task(labeler_config.task, data.train)
     if not labeler_config.labels:

@@ -1,0 +1,95 @@
+"""Devices and precision: one path, bad choices are one line, bf16 autocast on the CPU stays
+close to fp32 end to end, and decoders take logits from any device (issue 12)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from support import write_corpus
+
+from seqrep.decode import decode
+from seqrep.errors import ConfigError
+from seqrep.model.device import Placement, resolve_device, resolve_precision
+from seqrep.model.labeler import SequenceLabeler
+
+LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+def test_bad_choices_are_config_errors() -> None:
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="CUDA is not available"):
+            resolve_device("cuda")
+    with pytest.raises(ConfigError, match="expected auto"):
+        resolve_device("tpu")
+    with pytest.raises(ConfigError, match="fp16 is not supported on the CPU"):
+        resolve_precision("fp16", torch.device("cpu"))
+    with pytest.raises(ConfigError, match="expected one of"):
+        resolve_precision("fp8", torch.device("cpu"))
+    assert resolve_precision("auto", torch.device("cpu")) == "fp32"
+
+
+def test_bf16_autocast_stays_close_to_fp32(tiny) -> None:
+    """The same weights under bf16 autocast: logits within 0.05 of fp32 (tiny random model,
+    logits of order 1) and at least 95 % of the word argmaxes unchanged; the head and the
+    outputs stay fp32 and on the CPU."""
+    sents = [["Obama", "visited", "Paris", "."], ["Peter", "Blackburn", "left", "Berlin"]] * 4
+    lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, finetune="frozen").eval()
+    fp32 = lab.word_logits(sents)
+    lab.place("cpu", "bf16")
+    bf16 = lab.word_logits(sents)
+    assert all(x.dtype == torch.float32 and x.device.type == "cpu" for x in bf16)
+    assert lab.head.linear.weight.dtype == torch.float32
+    diff = max(float((a - b).abs().max()) for a, b in zip(fp32, bf16))
+    assert 0 < diff < 0.05, diff  # > 0: autocast really ran in bf16
+    same = sum(int((a.argmax(-1) == b.argmax(-1)).sum()) for a, b in zip(fp32, bf16))
+    assert same >= 0.95 * sum(len(s) for s in sents)
+
+
+def test_bf16_trains_evaluates_and_predicts(tiny, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from seqrep.cli.app import app
+
+    runner = CliRunner()
+    data = write_corpus(tmp_path / "train.txt", 30)
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["train", "--model", tiny("llama"), "--dataset", str(data),
+                                 "--epochs", "1", "--batch-size", "8", "--precision", "bf16",
+                                 "--device", "cpu", "--output", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "run.json").read_text())["train"]["precision"] == "bf16"
+    for args in (["evaluate", str(out), "--dataset", str(data), "--json"],
+                 ["predict", str(out), "Obama visited Paris."]):
+        result = runner.invoke(app, [*args, "--precision", "bf16", "--device", "cpu"])
+        assert result.exit_code == 0, result.output
+
+
+class _OnAnotherDevice(torch.Tensor):
+    """A CPU tensor that says it lives on a GPU, to check that the decoder moves logits to
+    its own device instead of mixing them with CPU transition tables."""
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return torch.device("cuda", 0)
+
+    def cpu(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN201
+        return torch.Tensor(self.as_subclass(torch.Tensor))
+
+
+def test_decoders_take_logits_from_any_device() -> None:
+    logits = torch.tensor([[0.1, 3.0, 0.0, 0.0, 0.0], [0.0, 0.0, 2.0, 0.0, 0.0],
+                           [3.0, 0.0, 0.0, 0.0, 0.5]])
+    remote = logits.as_subclass(_OnAnotherDevice)
+    assert remote.device.type == "cuda"
+    for method in ("greedy", "constrained"):
+        assert decode(remote, LABELS, method) == decode(logits, LABELS, method)
+
+
+def test_placement_autocast_is_a_no_op_in_fp32() -> None:
+    with Placement().autocast():
+        assert not torch.is_autocast_enabled("cpu")
+    with Placement(torch.device("cpu"), "bf16").autocast():
+        assert torch.is_autocast_enabled("cpu")
