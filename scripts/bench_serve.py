@@ -102,6 +102,11 @@ async def _run(client: httpx.AsyncClient, jobs: list[dict], clients: int,
     return results
 
 
+def _without_scores(answer: dict) -> list:
+    return [(r["sentences"], [{k: v for k, v in span.items() if k != "score"}
+                              for span in r["spans"]]) for r in answer["results"]]
+
+
 def _phase(name: str, results: list[dict], wall: float, batches: tuple[float, float]) -> dict:
     ok = [r for r in results if r.get("status") == 200]
     errors = len(results) - len(ok)
@@ -176,8 +181,17 @@ async def bench(args: argparse.Namespace, base: str, sentences: list[list[str]])
         differ = [i for i, (c, s) in enumerate(zip(concurrent, reference))
                   if s is not None and c.get("status") == 200 and c["json"] != s]
         phase_c["answers_differing_from_one_at_a_time"] = len(differ)
+        # a span score is rounded to 4 decimals: a logit's last float bits, which depend on
+        # the batch's shape, can move it by one unit; tags and offsets must never move
+        beyond = [i for i in differ if _without_scores(concurrent[i]["json"])
+                  != _without_scores(reference[i])]
+        phase_c["differing_beyond_score_rounding"] = len(beyond)
         if differ:
             phase_c["first_differing"] = differ[:5]
+            phase_c["largest_score_difference"] = max(
+                abs(a["score"] - b["score"]) for i in differ
+                for ra, rb in zip(concurrent[i]["json"]["results"], reference[i]["results"])
+                for a, b in zip(ra["spans"], rb["spans"]))
 
         limits_info = info["limits"]
         bad = _bad_bodies(args.bad, limits_info["max_text_chars"], limits_info["max_texts"],
@@ -198,7 +212,8 @@ async def bench(args: argparse.Namespace, base: str, sentences: list[list[str]])
         wrong_status, wrong_answer, good_ok, bad_ok = [], [], 0, 0
         for (what, i), r in zip(expect, answers):
             if what == "good":
-                if r.get("status") == 200 and r["json"] == reference[i]:
+                if r.get("status") == 200 and (r["json"] == reference[i] or _without_scores(
+                        r["json"]) == _without_scores(reference[i])):  # see above
                     good_ok += 1
                 else:
                     wrong_answer.append({"sentence": i, "status": r.get("status")})
@@ -283,7 +298,8 @@ def main() -> None:
     print(f"concurrent ({args.clients} clients): {c['ok']}/{c['requests']} ok, {c['errors']} "
           f"errors, {c['requests_per_s']} texts/s, latency {c['latency']}, "
           f"{c['mean_requests_per_batch']} requests per batch, "
-          f"{c['answers_differing_from_one_at_a_time']} answers differ from one at a time")
+          f"{c['answers_differing_from_one_at_a_time']} answers differ from one at a time "
+          f"({c['differing_beyond_score_rounding']} beyond a score's rounding)")
     print(f"one at a time: {s['ok']}/{s['requests']} ok, {s['requests_per_s']} texts/s, "
           f"latency {s['latency']}")
     print(f"batching speed-up: {result['batching_speedup']}x")

@@ -219,6 +219,9 @@ class _Observe:
 
         try:
             await self.app(scope, receive, send_status)
+        except asyncio.CancelledError:
+            status["code"] = 499  # the client went away (nginx's code): not a server error
+            raise
         finally:
             self.metrics.in_progress.labels(name).dec()
             code = status["code"]
@@ -227,6 +230,7 @@ class _Observe:
             if code >= 400:
                 kind = scope.get("seqrep_error") or {404: "not_found", 405: "method",
                                                      413: "too_large", 422: "validation",
+                                                     499: "client_closed",
                                                      503: "unavailable"}.get(code, "other")
                 self.metrics.errors.labels(name, kind if code < 500 or code == 503
                                            else "internal").inc()
