@@ -38,7 +38,12 @@ def predict(
     run: Path = typer.Argument(..., help="run folder (or a saved labeler folder)"),
     text: str | None = typer.Argument(None, help="text to label; '-' reads stdin"),
     input: Path | None = typer.Option(None, "--input", "-i",
-                                      help="file with one text per line"),
+                                      help="file with one text per line (.jsonl: objects "
+                                           "with \"text\" or \"words\")"),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="write JSON lines here, streaming in chunks (constant "
+        "memory, progress on stderr); an interrupted run resumes; shards over torchrun / "
+        "accelerate launch processes"),
     output_format: str = typer.Option("jsonl", "--format", help="jsonl or conll"),
     words: bool = typer.Option(False, "--words",
                                help="input lines are pre-tokenized, whitespace-separated words"),
@@ -65,6 +70,23 @@ def predict(
 
     if output_format not in ("jsonl", "conll"):
         raise ConfigError(f"--format {output_format!r}; expected jsonl or conll")
+    if output is not None:
+        if input is None:
+            raise ConfigError("--output needs --input FILE (the texts to label)")
+        if output_format != "jsonl":
+            raise ConfigError("--output writes JSON lines; use --format jsonl")
+        from accelerate import PartialState
+
+        from seqrep.stream import predict_file, stderr_progress
+
+        labeler = SequenceLabeler.from_pretrained(run, trust_remote_code, device, precision)
+        state = PartialState(cpu=labeler.placement.device.type == "cpu")
+        n = predict_file(labeler, input, output, decoding, batch_size,
+                         progress=stderr_progress() if state.is_main_process else None,
+                         accelerator=state)
+        if state.is_main_process:
+            typer.echo(f"{n} records -> {output}", err=True)
+        return
     if input is not None:
         from seqrep.data.sources import read_text
 
