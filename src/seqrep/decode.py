@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 DECODINGS = ("greedy", "constrained")
@@ -25,6 +27,13 @@ def allowed_transitions(labels: Sequence[str]) -> tuple[torch.Tensor, torch.Tens
             for i, prev in enumerate(labels):
                 trans[i, j] = prev[2:] == tag[2:] and prev[:2] in ("B-", "I-")
     return start, trans
+
+
+@functools.lru_cache(maxsize=64)
+def _penalties(labels: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """``allowed_transitions`` as additive 0 / -inf tables, computed once per tag set."""
+    start, trans = allowed_transitions(labels)
+    return (np.where(start.numpy(), 0.0, -np.inf), np.where(trans.numpy(), 0.0, -np.inf))
 
 
 def viterbi(log_probs: torch.Tensor, start: torch.Tensor, trans: torch.Tensor) -> list[int]:
@@ -56,6 +65,24 @@ def viterbi(log_probs: torch.Tensor, start: torch.Tensor, trans: torch.Tensor) -
     return path[::-1]
 
 
+def _viterbi(log_probs: np.ndarray, start: np.ndarray, trans: np.ndarray) -> list[int]:
+    """:func:`viterbi` on additive penalty tables, in numpy (about 10x fewer small-op costs
+    than torch for a sentence)."""
+    n = log_probs.shape[0]
+    if n == 0:
+        return []
+    score = start + log_probs[0]
+    back = np.empty((max(n - 1, 0), log_probs.shape[1]), dtype=np.int64)
+    for t in range(1, n):
+        total = score[:, None] + trans  # (L_prev, L)
+        back[t - 1] = total.argmax(axis=0)
+        score = total.max(axis=0) + log_probs[t]
+    path = [int(score.argmax())]
+    for idx in back[::-1]:
+        path.append(int(idx[path[-1]]))
+    return path[::-1]
+
+
 def decode(logits: torch.Tensor, labels: Sequence[str], method: str = "constrained"
            ) -> tuple[list[str], list[float]]:
     """Tags and their probabilities for one sentence.
@@ -74,6 +101,6 @@ def decode(logits: torch.Tensor, labels: Sequence[str], method: str = "constrain
     if method == "greedy":
         ids = log_probs.argmax(-1).tolist()
     else:
-        ids = viterbi(log_probs, *allowed_transitions(labels))
+        ids = _viterbi(log_probs.double().numpy(), *_penalties(tuple(labels)))
     probs = log_probs.exp()[torch.arange(len(ids)), torch.tensor(ids, dtype=torch.long)]
     return [labels[i] for i in ids], probs.tolist()

@@ -77,16 +77,8 @@ def predict_text(labeler: SequenceLabeler, texts: Iterable[str], decoding: str |
         character offsets into ``text``.
     """
     texts = list(texts)
-    items = []  # (text index, sentence offsets, word offsets)
-    for i, text in enumerate(texts):
-        sents = [(0, len(text))] if pretokenized and text.strip() else split_sentences(text)
-        for a, b in sents:
-            if pretokenized:
-                words = _whitespace_words(text[a:b], a)
-            else:
-                words = [(a + s, a + e) for s, e in split_words(text[a:b])]
-            if words:
-                items.append((i, (a, b), words))
+    items = [(i, span, words) for i, text in enumerate(texts)
+             for span, words in split_text(text, pretokenized)]
     tagged = predict_tags(labeler, [[texts[i][s:e] for s, e in w] for i, _, w in items],
                           decoding, batch_size)
     records: list[dict[str, Any]] = [{"text": t, "sentences": [], "spans": []} for t in texts]
@@ -96,6 +88,22 @@ def predict_text(labeler: SequenceLabeler, texts: Iterable[str], decoding: str |
                                         "words": [text[s:e] for s, e in words]})
         records[i]["spans"].extend(_spans(tags, probs, words, text, labeler.config.task))
     return records
+
+
+def split_text(text: str, pretokenized: bool = False
+               ) -> list[tuple[tuple[int, int], list[tuple[int, int]]]]:
+    """The sentences :func:`predict_text` labels in ``text``: ``((start, end), word offsets)``
+    per sentence with words (character offsets into ``text``)."""
+    sents = [(0, len(text))] if pretokenized and text.strip() else split_sentences(text)
+    out = []
+    for a, b in sents:
+        if pretokenized:
+            words = _whitespace_words(text[a:b], a)
+        else:
+            words = [(a + s, a + e) for s, e in split_words(text[a:b])]
+        if words:
+            out.append(((a, b), words))
+    return out
 
 
 def _whitespace_words(text: str, base: int) -> list[tuple[int, int]]:

@@ -23,9 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from seqrep.data.tokenize import split_sentences, split_words
 from seqrep.encode.batch import MAX_TOKENS
-from seqrep.predict import _whitespace_words, predict_text
+from seqrep.predict import predict_text, split_text
 
 if TYPE_CHECKING:
     import torch
@@ -47,20 +46,11 @@ class Closed(Exception):
 def text_sentences(text: str, pretokenized: bool = False) -> list[tuple[str, ...]]:
     """The word tuples :func:`~seqrep.predict.predict_text` will label for ``text``.
 
-    The same split as predict_text's, so their logits can be computed ahead in a shared batch.
-    Should the two ever drift, nothing goes wrong: a sentence missing from the shared batch is
-    computed on its own (and counted in :attr:`Batcher.misses`).
+    predict_text's own split (:func:`seqrep.predict.split_text`), so their logits can be
+    computed ahead in a shared batch; a sentence missing from it would be computed on its own
+    (and counted in :attr:`Batcher.misses`).
     """
-    sents = [(0, len(text))] if pretokenized and text.strip() else split_sentences(text)
-    out = []
-    for a, b in sents:
-        if pretokenized:
-            words = _whitespace_words(text[a:b], a)
-        else:
-            words = [(a + s, a + e) for s, e in split_words(text[a:b])]
-        if words:
-            out.append(tuple(text[s:e] for s, e in words))
-    return out
+    return [tuple(text[s:e] for s, e in words) for _, words in split_text(text, pretokenized)]
 
 
 def padded_tokens(rows: Sequence[int]) -> int:
