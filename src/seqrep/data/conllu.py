@@ -82,7 +82,7 @@ class _Reader:
     def comment(self, line: str) -> None:
         key, value = _comment(line)
         if key == "newdoc id":
-            self.doc_id = value
+            self.doc_id = value if isinstance(value, str) else None  # "# newdoc id" alone
         self.meta[key] = value
 
     def word(self, line: str, lineno: int) -> None:
@@ -118,6 +118,10 @@ class _Reader:
             self.multiword.append((first - 1, len(self.words) + 1, form))
             self.pending = None
         tag = cols[self.label]
+        blank = next((c for c in (1, self.label) if not cols[c].strip()), None)
+        if blank is not None:  # CoNLL-U writes an unset field as _
+            raise DataError(self.path, f"empty {COLUMNS[blank]} column; expected a value or _",
+                            lineno)
         self.words.append(cols[1])
         self.tags.append("O" if tag == "_" else tag)
         self.lines.append(lineno)
@@ -163,6 +167,7 @@ def read_conllu(path: str | Path, label_column: str | int = "upos", scheme: str 
         raise DataError(path, "no sentences found; expected CoNLL-U word lines")
     tags, repaired, _ = to_iob2([b[1] for b in blocks], scheme, strict, path,
                                 lambda i, j: blocks[i][2][j])
-    sentences = [Sentence(words, t, doc_id=doc, text=meta.get("text"), meta=meta)
+    sentences = [Sentence(words, t, doc_id=doc, meta=meta,
+                          text=meta["text"] if isinstance(meta.get("text"), str) else None)
                  for (words, _, _, meta, doc), t in zip(blocks, tags, strict=True)]
     return Corpus(sentences, name=str(path), repaired=repaired)

@@ -121,6 +121,9 @@ def parse_json(text: str, source: str | Path, line: int | None = None) -> Any:
     except RecursionError:
         raise DataError(source, "invalid JSON (nested too deeply for the parser; expected "
                                 "records nested a few levels)", line) from None
+    except ValueError as err:  # an integer of more digits than Python converts (4300)
+        raise DataError(source, f"invalid JSON ({cut(str(err).split(';')[0], 120)})",
+                        line) from None
     bad = _lone_surrogate(value)
     if bad is not None:
         char = next(c for c in bad if "\ud800" <= c <= "\udfff")
