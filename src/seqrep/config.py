@@ -78,7 +78,9 @@ class LabelerConfig(_Config):
     repetitions: int = _f(1, "r: the sentence is fed k = r + 1 times; words are read from the "
                              "last copy")
     unmask: str = _f("none", "layers made bidirectional: none, full, middle or a comma list")
-    exit_layer: int | None = _f(None, "use only the first L layers (None: all)")
+    exit_layer: int | str | None = _f(None, "use only the first L layers (None: all; auto: "
+                                            "the layer whose frozen probe scores best on "
+                                            "validation, chosen before fine-tuning)")
     final_norm: bool = _f(True, "apply the model's final norm to the exit layer's states")
     subtoken: str = _f("first", "where a word is read: first, last or mean of its subtokens")
     read: str = _f("last", "copies read: last (the paper) or mean over all copies")
@@ -106,7 +108,12 @@ class LabelerConfig(_Config):
     def __post_init__(self) -> None:
         if self.repetitions < 0:
             raise ConfigError(f"repetitions={self.repetitions}; expected 0 or more")
-        if self.exit_layer is not None and self.exit_layer < 1:
+        if isinstance(self.exit_layer, str) and self.exit_layer != "auto":
+            if not self.exit_layer.strip().isdigit():
+                raise ConfigError(f"exit_layer={self.exit_layer!r}; expected a layer number, "
+                                  f"auto or None")
+            object.__setattr__(self, "exit_layer", int(self.exit_layer))
+        if isinstance(self.exit_layer, int) and self.exit_layer < 1:
             raise ConfigError(f"exit_layer={self.exit_layer}; expected 1 or more (or None)")
         parse_unmask(self.unmask)
         _choice("subtoken", self.subtoken, SUBTOKEN_READS)
@@ -167,6 +174,8 @@ class TrainConfig(_Config):
     decoding: str = _f("auto", "auto (constrained unless greedy is better on validation), "
                                "greedy or constrained")
     seed: int = _f(42, "seed of initialisation, data order and dropout")
+    exit_search_sentences: int = _f(1000, "with exit_layer=auto: training sentences the "
+                                          "frozen-probe sweep fits on")
     max_steps: int | None = _f(None, "stop (resumably) after this many optimizer steps")
     threads: int | None = _f(None, "torch CPU threads (default: all cores)")
     device: str = _f("auto", "auto (CUDA when present, else the CPU), cpu, cuda, cuda:N or mps; "

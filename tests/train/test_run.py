@@ -206,3 +206,24 @@ def test_resume_logs_each_evaluation_once(tiny, corpus, tmp_path: Path) -> None:
     train(lab, cfg, out, resume=True, quiet=True)
     assert [r["step"] for r in log_of(out)] == [r["step"] for r in log_of(full)]
     assert not list(out.glob(".*.tmp-*"))
+
+
+def test_exit_layer_auto_cuts_at_the_best_probe(tiny, corpus, tmp_path: Path) -> None:
+    """A frozen-probe sweep over every layer picks the exit layer; the run is cut there, and
+    the sweep is recorded; resume does not sweep again."""
+    out = tmp_path / "run"
+    lab, cfg = configs(tiny("llama", 6), corpus, epochs=1)
+    metrics = train(lab.replace(exit_layer="auto"), cfg, out, quiet=True)
+    saved = json.loads((out / "run.json").read_text())
+    sweep = saved["exit_search"]
+    assert sweep["layers"] == [1, 2, 3, 4, 5, 6] and len(sweep["f1"]) == 6
+    best = max(range(6), key=lambda k: (sweep["f1"][k], -k)) + 1
+    assert sweep["chosen"] == best == saved["labeler"]["exit_layer"] == metrics["exit_layer"]
+    reloaded = SequenceLabeler.from_pretrained(out)
+    assert reloaded.backbone_info.num_layers == best
+
+
+def test_exit_layer_accepts_numbers_as_text() -> None:
+    assert LabelerConfig(exit_layer="12").exit_layer == 12
+    with pytest.raises(SeqrepError, match="exit_layer"):
+        LabelerConfig(exit_layer="deep")

@@ -38,6 +38,9 @@ def config_params(config: type, skip: Iterable[str] = (),
     for f in dataclasses.fields(config):
         if f.name in skip:
             continue
+        if type(None) in typing.get_args(hints[f.name]) and len(typing.get_args(
+                hints[f.name])) > 2:  # int | str | None: typer takes one type, str
+            hints[f.name] = str | None
         flag = f"--{f.name.replace('_', '-')}"
         if hints[f.name] is bool:
             flag = f"{flag}/--no-{flag[2:]}"

@@ -21,7 +21,7 @@ from typing import Any
 NEUTRAL: dict[str, dict[str, Any]] = {
     "labeler": {"task": "auto"},
     "train": {"batch_tokens": None, "device": "auto", "precision": "auto",
-              "gradient_checkpointing": False},
+              "gradient_checkpointing": False, "exit_search_sentences": 1000},
 }
 
 

@@ -15,63 +15,12 @@ import torch
 
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.data.splits import load_data, tag_inventory
-from seqrep.data.types import Sentence
 from seqrep.decode import decode
 from seqrep.evaluate import check_labels, score
 from seqrep.fileio import write_json
 from seqrep.model.labeler import SequenceLabeler
+from seqrep.train.probes import _logits, _per_sentence, features, fit_heads
 from seqrep.train.run import seeded
-
-
-def features(labeler: SequenceLabeler, sentences: list[Sentence], layers: list[int],
-             batch_size: int) -> torch.Tensor:
-    """``(words, len(layers), H)`` fp16 states of all words of ``sentences``, in order."""
-    states = labeler.layer_states([s.words for s in sentences], layers, batch_size)
-    return torch.cat(states).half()
-
-
-def _logits(w: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    # x (N, layers, H), w (layers, H, C) -> (N, layers, C)
-    return torch.einsum("nlh,lhc->nlc", x.float(), w) + b
-
-
-def _per_sentence(logits: torch.Tensor, sentences: list[Sentence]) -> list[torch.Tensor]:
-    return list(torch.split(logits, [len(s) for s in sentences]))
-
-
-def fit_heads(x: torch.Tensor, y: torch.Tensor, x_val: torch.Tensor, val: list[Sentence],
-              labels: list[str], epochs: int, lr: float, seed: int) -> tuple[torch.Tensor, ...]:
-    """Train one linear head per layer; keep each layer's best epoch by validation F1 (greedy).
-
-    Returns:
-        ``(w, b)``: ``(layers, H, C)`` weights and ``(layers, C)`` biases.
-    """
-    gen = torch.Generator().manual_seed(seed)
-    n_layers, hidden = x.shape[1], x.shape[2]
-    w = torch.zeros(n_layers, hidden, len(labels), requires_grad=True)
-    b = torch.zeros(n_layers, len(labels), requires_grad=True)
-    opt = torch.optim.AdamW([w, b], lr=lr, weight_decay=0.01)
-    best_f1 = [-1.0] * n_layers
-    best_w, best_b = w.detach().clone(), b.detach().clone()
-    for epoch in range(epochs):
-        for idx in torch.randperm(len(y), generator=gen).split(512):
-            logits = _logits(w, b, x[idx])  # (n, layers, C)
-            loss = torch.nn.functional.cross_entropy(
-                logits.reshape(-1, len(labels)), y[idx].repeat_interleave(n_layers))
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        if epoch % 5 == 4 or epoch == epochs - 1:
-            with torch.no_grad():
-                pred = _logits(w, b, x_val).argmax(-1)  # (N, layers)
-            for layer in range(n_layers):
-                tags = [[labels[i] for i in p.tolist()]
-                        for p in _per_sentence(pred[:, layer], val)]
-                f1 = score([s.tags for s in val], tags)["f1"]
-                if f1 > best_f1[layer]:
-                    best_f1[layer] = f1
-                    best_w[layer], best_b[layer] = w.detach()[layer], b.detach()[layer]
-    return best_w, best_b
 
 
 def run_probe(labeler_config: LabelerConfig, train_config: TrainConfig, layers: list[int],

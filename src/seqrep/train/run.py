@@ -133,6 +133,20 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
                               task=task)
     data.eval = check_labels(data.eval, labeler_config.labels, "the validation split", task=task)
     data.test = check_labels(data.test, labeler_config.labels, "the test split", task=task)
+    sweep = None
+    if labeler_config.exit_layer == "auto":
+        from seqrep.train.probes import choose_exit_layer
+
+        with seeded(train_config.seed):
+            layer, sweep = choose_exit_layer(labeler_config, data,
+                                             train_config.exit_search_sentences,
+                                             seed=train_config.subset_seed,
+                                             batch_size=train_config.eval_batch_size)
+        sweep["chosen"] = layer
+        labeler_config = labeler_config.replace(exit_layer=layer)
+        if not quiet:
+            print(f"exit layer {layer}: the best frozen probe on validation (F1 "
+                  f"{max(sweep['f1']) * 100:.2f}%)", flush=True)
     if not quiet:
         print(f"training {labeler_config.model} (r={labeler_config.repetitions}, "
               f"unmask={labeler_config.unmask}, exit_layer={labeler_config.exit_layer}, "
@@ -150,7 +164,8 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
                                                  "train_sentences": len(data.train),
                                                  "eval_sentences": len(data.eval),
                                                  "validation_source": data.validation_source,
-                                                 "processes": trainer.world})
+                                                 "processes": trainer.world,
+                                                 **({"exit_search": sweep} if sweep else {})})
         trainer.accelerator.wait_for_everyone()
         if resume and (output / "checkpoint" / "state.json").exists():
             trainer.restore()
@@ -178,7 +193,8 @@ def finish(trainer: Trainer) -> dict[str, Any]:
     best = SequenceLabeler.from_pretrained(output / "best", device=placement.device,
                                            precision=placement.precision)
     metrics: dict[str, Any] = {
-        "status": "finished", "task": best.config.task, "validation": s.best,
+        "status": "finished", "task": best.config.task, "exit_layer": best.config.exit_layer,
+        "validation": s.best,
         "validation_source": trainer.data.validation_source, "decoding": best.config.decoding,
         "train_seconds": round(s.train_seconds, 2), "steps": s.step,
         "train_tokens": s.tokens, "train_sentences": len(trainer.data.train),

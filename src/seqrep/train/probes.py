@@ -1,0 +1,110 @@
+"""Linear probes on frozen word states of many layers, from one forward pass, and the exit
+layer they pick (``--exit-layer auto``).
+
+The backbone runs once per sentence, cut at the deepest probed layer; the states of every
+probed layer feed independent linear heads trained together as one batched einsum, each kept
+at its best epoch by validation F1. :func:`choose_exit_layer` takes the layer whose probe
+scores best, and the fine-tuning run is then cut there.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import torch
+
+from seqrep.config import LabelerConfig
+from seqrep.data.splits import TrainData
+from seqrep.data.types import Sentence
+from seqrep.evaluate import score
+from seqrep.model.labeler import SequenceLabeler
+
+
+def features(labeler: SequenceLabeler, sentences: list[Sentence], layers: list[int],
+             batch_size: int) -> torch.Tensor:
+    """``(words, len(layers), H)`` fp16 states of all words of ``sentences``, in order."""
+    states = labeler.layer_states([s.words for s in sentences], layers, batch_size)
+    return torch.cat(states).half()
+
+
+def _logits(w: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    # x (N, layers, H), w (layers, H, C) -> (N, layers, C)
+    return torch.einsum("nlh,lhc->nlc", x.float(), w) + b
+
+
+def _per_sentence(logits: torch.Tensor, sentences: list[Sentence]) -> list[torch.Tensor]:
+    return list(torch.split(logits, [len(s) for s in sentences]))
+
+
+def fit_heads(x: torch.Tensor, y: torch.Tensor, x_val: torch.Tensor, val: list[Sentence],
+              labels: list[str], epochs: int, lr: float, seed: int, task: str = "spans"
+              ) -> tuple[torch.Tensor, ...]:
+    """Train one linear head per layer; keep each layer's best epoch by validation F1 (greedy).
+
+    Returns:
+        ``(w, b)``: ``(layers, H, C)`` weights and ``(layers, C)`` biases.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    n_layers, hidden = x.shape[1], x.shape[2]
+    w = torch.zeros(n_layers, hidden, len(labels), requires_grad=True)
+    b = torch.zeros(n_layers, len(labels), requires_grad=True)
+    opt = torch.optim.AdamW([w, b], lr=lr, weight_decay=0.01)
+    best_f1 = [-1.0] * n_layers
+    best_w, best_b = w.detach().clone(), b.detach().clone()
+    for epoch in range(epochs):
+        for idx in torch.randperm(len(y), generator=gen).split(512):
+            logits = _logits(w, b, x[idx])  # (n, layers, C)
+            loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, len(labels)), y[idx].repeat_interleave(n_layers))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        if epoch % 5 == 4 or epoch == epochs - 1:
+            with torch.no_grad():
+                pred = _logits(w, b, x_val).argmax(-1)  # (N, layers)
+            for layer in range(n_layers):
+                tags = [[labels[i] for i in p.tolist()]
+                        for p in _per_sentence(pred[:, layer], val)]
+                f1 = score([s.tags for s in val], tags, task)["f1"]
+                if f1 > best_f1[layer]:
+                    best_f1[layer] = f1
+                    best_w[layer], best_b[layer] = w.detach()[layer], b.detach()[layer]
+    return best_w, best_b
+
+
+def choose_exit_layer(config: LabelerConfig, data: TrainData, sentences: int = 1000,
+                      epochs: int = 20, lr: float = 1e-3, seed: int = 0,
+                      batch_size: int = 64) -> tuple[int, dict[str, Any]]:
+    """The exit layer whose frozen probe scores best on validation, and the sweep.
+
+    One forward pass (at the configured r and unmasking) over a fixed random subset of at
+    most ``sentences`` training sentences and the validation split gives every layer's
+    states; a linear head per layer is fitted on them (greedy decoding, as the probes of the
+    lab). Ties go to the shallower layer (cheaper).
+
+    Returns:
+        ``(layer, sweep)`` with ``sweep = {"layers": [...], "f1": [...], "sentences": n}``.
+    """
+    train = data.train
+    if len(train) > sentences:
+        keep = sorted(random.Random(seed).sample(range(len(train)), sentences))
+        train = [train[i] for i in keep]
+    probe = SequenceLabeler.from_model(**config.replace(exit_layer=None,
+                                                        finetune="frozen").to_dict()).eval()
+    layers = list(range(1, probe.backbone_info.num_layers + 1))
+    x = features(probe, train, layers, batch_size)
+    x_val = features(probe, data.eval, layers, batch_size)
+    l2i = {t: i for i, t in enumerate(config.labels)}
+    y = torch.tensor([l2i[t] for s in train for t in s.tags])
+    w, b = fit_heads(x, y, x_val, data.eval, list(config.labels), epochs, lr, seed,
+                     config.task)
+    with torch.no_grad():
+        pred = _logits(w, b, x_val).argmax(-1)
+    f1 = [score([s.tags for s in data.eval],
+                [[config.labels[i] for i in p.tolist()] for p in _per_sentence(pred[:, k],
+                                                                             data.eval)],
+                config.task)["f1"] for k in range(len(layers))]
+    best = max(range(len(layers)), key=lambda k: (f1[k], -k))
+    return layers[best], {"layers": layers, "f1": f1, "sentences": len(train),
+                          "repetitions": config.repetitions, "unmask": config.unmask}
