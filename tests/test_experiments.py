@@ -189,3 +189,29 @@ def test_bench_ceiling_runs_the_models_own_linear_shapes(tiny) -> None:
     ceiling = matmul_ceiling(model, 16, None, repeats=2)
     assert set(ceiling["shapes"]) == {f"16x{k}x{n}" for k, n in shapes}
     assert ceiling["gflops"] == max(ceiling["shapes"].values()) > 0
+
+
+def test_frontier_marks_the_pareto_settings() -> None:
+    from seqrep.lab.frontier import frontier
+
+    def row(model: str, r: int, layer: int | None, f1: float) -> dict:
+        return {"dataset": "conll2003", "model": model, "finetune": "full", "r": r,
+                "unmask": "none", "exit_layer": layer, "train_sentences": 500,
+                "test_f1": {"mean": f1, "std": 1.0}, "seeds": [1, 2]}
+
+    rows = [row("dec", 0, 10, 50.0), row("dec", 1, 10, 70.0), row("dec", 1, 20, 68.0),
+            row("enc", 0, None, 60.0), row("dec", 2, 10, 71.0)]
+    bench = [{"model": "dec", "mode": "cut", "repetitions": 0, "exit_layer": 10,
+              "sentences_per_second": 60.0},
+             {"model": "dec", "mode": "cut", "repetitions": 1, "exit_layer": 10,
+              "sentences_per_second": 39.0},
+             {"model": "dec", "mode": "cut", "repetitions": 1, "exit_layer": 20,
+              "sentences_per_second": 21.0},
+             {"model": "enc", "mode": "encoder", "repetitions": 0, "exit_layer": None,
+              "sentences_per_second": 230.0}]
+    points = {(p["model"], p["r"], p["exit_layer"]): p for p in frontier(rows, bench)}
+    assert (("dec", 2, 10)) not in points  # no speed measured: not on the plot
+    assert points[("enc", 0, None)]["pareto"]  # fastest
+    assert points[("dec", 1, 10)]["pareto"]  # most accurate
+    assert not points[("dec", 1, 20)]["pareto"]  # slower and worse than r=1 L=10
+    assert not points[("dec", 0, 10)]["pareto"]  # the encoder is faster and better

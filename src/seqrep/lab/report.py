@@ -361,6 +361,12 @@ def report(results: str | Path, out: str | Path, bench: str | Path | None = None
             md += "\n" + paired_markdown(pairs, against)
     if data:
         md += "\n" + bench_markdown(data)
+        from seqrep.lab.frontier import frontier, frontier_markdown, frontier_plots
+
+        points = frontier(rows, data.get("rows", []))
+        if points:
+            md += "\n" + frontier_markdown(points)
+            made += frontier_plots(points, out)
     if made:
         md += "\n" + "\n".join(f"![{p.stem}]({p.name})" for p in made) + "\n"
     path = out / "results.md"

@@ -1,0 +1,106 @@
+"""The accuracy/speed frontier: test F1 against inference sentences/s for every fine-tuned
+setting of a results store, with the Pareto-optimal ones marked.
+
+Speed comes from a ``seqrep bench`` JSON measured on the same machine: a setting is matched
+to the bench row of its model, r and exit layer (encoders: the encoder row). A setting is
+Pareto-optimal when no other setting of its dataset is at least as accurate and as fast and
+better in one of the two.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+
+def _speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
+    for b in bench:
+        if Path(str(b["model"])).name != row["model"]:
+            continue
+        if b["mode"] == "encoder" or (b["mode"] == "cut" and b["repetitions"] == row["r"]
+                                      and b["exit_layer"] == row["exit_layer"]):
+            return float(b["sentences_per_second"])
+    return None
+
+
+def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fine-tuned settings (rows of :func:`seqrep.lab.report.group`) with a measured speed:
+    ``dataset, model, finetune, r, unmask, exit_layer, f1, f1_std, seeds,
+    sentences_per_second, pareto``, fastest first within each dataset."""
+    points = []
+    for r in rows:
+        if r["finetune"] == "probe" or r["test_f1"]["mean"] is None or r["unmask"] != "none":
+            continue
+        speed = _speed(r, bench)
+        if speed is None:
+            continue
+        points.append({k: r[k] for k in ("dataset", "model", "finetune", "r", "unmask",
+                                         "exit_layer", "train_sentences")}
+                      | {"f1": r["test_f1"]["mean"], "f1_std": r["test_f1"]["std"],
+                         "seeds": len(r["seeds"]), "sentences_per_second": speed})
+    by_ds: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in points:
+        by_ds[p["dataset"]].append(p)
+    for ps in by_ds.values():
+        for p in ps:
+            p["pareto"] = not any(
+                q is not p and q["f1"] >= p["f1"]
+                and q["sentences_per_second"] >= p["sentences_per_second"]
+                and (q["f1"] > p["f1"] or q["sentences_per_second"] > p["sentences_per_second"])
+                for q in ps)
+    return sorted(points, key=lambda p: (p["dataset"], -p["sentences_per_second"]))
+
+
+def frontier_markdown(points: list[dict[str, Any]]) -> str:
+    """The frontier as a table per dataset (Pareto-optimal settings in bold)."""
+    if not points:
+        return ""
+    out = ["### Accuracy against speed", "",
+           "Test F1 (mean over seeds) against inference sentences/s measured by `seqrep "
+           "bench` on the same machine; **bold**: Pareto-optimal (nothing else is at least as "
+           "accurate and as fast).", "",
+           "| dataset | model | mode | r | exit layer | train sents | test F1 | seeds "
+           "| sentences/s | Pareto |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for p in points:
+        cells = [p["dataset"], p["model"], p["finetune"], str(p["r"]),
+                 str(p["exit_layer"] or "all"), str(p["train_sentences"] or "-"),
+                 f"{p['f1']:.2f}", str(p["seeds"]), f"{p['sentences_per_second']:.1f}",
+                 "yes" if p["pareto"] else ""]
+        if p["pareto"]:
+            cells = [f"**{c}**" if c else c for c in cells]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
+    """One PNG per dataset: F1 against sentences/s (log scale), the frontier as a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from seqrep.lab.report import _save
+
+    made = []
+    by_ds: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in points:
+        by_ds[p["dataset"]].append(p)
+    for ds, ps in sorted(by_ds.items()):
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for p in ps:
+            ax.scatter(p["sentences_per_second"], p["f1"], s=60 if p["pareto"] else 25,
+                       color="C3" if p["pareto"] else "C0", zorder=3)
+            ax.annotate(f"{p['model']} {p['finetune']} r={p['r']} L={p['exit_layer'] or 'all'}",
+                        (p["sentences_per_second"], p["f1"]), fontsize=7,
+                        xytext=(4, 3), textcoords="offset points")
+        best = sorted((p for p in ps if p["pareto"]), key=lambda p: p["sentences_per_second"])
+        ax.plot([p["sentences_per_second"] for p in best], [p["f1"] for p in best], "C3--",
+                lw=1, label="Pareto frontier")
+        ax.set_xscale("log")
+        ax.set_xlabel("inference sentences/s (seqrep bench, this machine)")
+        ax.set_ylabel("test F1 (%)")
+        ax.set_title(f"{ds}: accuracy against speed")
+        ax.legend(loc="lower left", fontsize=8)
+        made.append(_save(fig, out / f"{ds}_frontier.png"))
+    return made
