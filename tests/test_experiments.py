@@ -215,3 +215,20 @@ def test_frontier_marks_the_pareto_settings() -> None:
     assert points[("dec", 1, 10)]["pareto"]  # most accurate
     assert not points[("dec", 1, 20)]["pareto"]  # slower and worse than r=1 L=10
     assert not points[("dec", 0, 10)]["pareto"]  # the encoder is faster and better
+
+
+def test_bench_precisions_side_by_side(tiny) -> None:
+    """bf16 rows beside fp32 ones: the same states within bf16's error, each precision with a
+    ceiling measured in its own dtype."""
+    from test_labeler_words import WORDS
+
+    from seqrep.lab.bench import _measure, matmul_ceiling, precision_speedups
+
+    model = tiny("llama", 4)
+    fp32 = _measure(model, 1, 3, WORDS, 2, None, 2, "cut", None, 1, "fp32")
+    bf16 = _measure(model, 1, 3, WORDS, 2, None, 2, "cut", None, 1, "bf16")
+    assert (fp32["precision"], bf16["precision"]) == ("fp32", "bf16")
+    (row,) = precision_speedups([fp32, bf16])
+    assert row["precision"] == "bf16" and row["speedup_vs_fp32"] > 0
+    assert 0 < row["checksum_rel_diff"] < 0.02  # really bf16, and close
+    assert matmul_ceiling(model, 16, None, repeats=2, precision="bf16")["gflops"] > 0

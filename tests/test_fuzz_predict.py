@@ -197,10 +197,6 @@ def test_predict_text_slices_any_text(labeler: SequenceLabeler) -> None:
     assert counts["spans"] > 0 and counts["sentences"] > counts["texts"] // 2
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="bug: a lone surrogate reaches the "
-                   "Rust tokenizer (seqrep/encode/align.py WordTokenizer.__call__), which "
-                   "raises TypeError; split_words handles it, so predict_text should label it "
-                   "or raise a one-line SeqrepError")
 def test_predict_text_with_a_lone_surrogate(labeler: SequenceLabeler) -> None:
     """Text from JSON (``"\\ud800"`` in a request body) may hold a lone surrogate; the
     splitters keep it in a word, so prediction must label it or refuse it in one line."""

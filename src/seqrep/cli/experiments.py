@@ -51,6 +51,9 @@ def bench(model: str = typer.Option(BenchConfig.model, "--model"),
           baseline: bool = typer.Option(True, "--baseline/--no-baseline",
                                         help="time the full forward + hidden_states[L] too"),
           threads: int | None = typer.Option(None, "--threads"),
+          precision: str = typer.Option("fp32", "--precision",
+                                        help="comma list of autocast precisions of the cut "
+                                             "model, side by side: fp32,bf16"),
           repeats: int = typer.Option(BenchConfig.repeats, "--repeats",
                                       help="timed passes per setting; the fastest counts"),
           output: Path | None = typer.Option(None, "--output", "-o", help="write JSON here"),
@@ -70,7 +73,8 @@ def bench(model: str = typer.Option(BenchConfig.model, "--model"),
                       exit_layers=ints(exit_layer, "exit-layer"), dataset=dataset, split=split,
                       sentences=sentences, batch_size=batch_size, max_tokens=max_tokens or None,
                       encoder=encoder or None,
-                      baseline=baseline, threads=threads, repeats=repeats)
+                      baseline=baseline, threads=threads, repeats=repeats,
+                      precisions=tuple(p.strip() for p in precision.split(",") if p.strip()))
     result = run_bench(cfg, echo=(lambda *_: None) if as_json else typer.echo)
     if output:
         write_json(output, result)

@@ -56,7 +56,9 @@ class WordTokenizer:
         """
         todo = [w for w in dict.fromkeys(words) if w not in self._cache]
         if todo:
-            encoded = self.tokenizer([" " + w for w in todo], add_special_tokens=False)
+            # a lone surrogate (text that is not valid Unicode) cannot reach the Rust
+            # tokenizer: it is tokenized as U+FFFD, the word itself stays as it was
+            encoded = self.tokenizer([" " + _valid(w) for w in todo], add_special_tokens=False)
             for word, ids in zip(todo, encoded["input_ids"]):
                 self._cache[word] = self._clean(list(ids))
         out = []
@@ -84,6 +86,15 @@ class WordTokenizer:
     def _is_blank(self, tid: int) -> bool:
         piece = self.tokenizer.convert_ids_to_tokens(tid)
         return isinstance(piece, str) and piece.replace("▁", " ").replace("Ġ", " ").strip() == ""
+
+
+def _valid(word: str) -> str:
+    """``word`` with lone surrogates replaced by U+FFFD (for the tokenizer only)."""
+    try:
+        word.encode("utf-8")
+        return word
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in word)
 
 
 def special_affixes(tokenizer: Any) -> tuple[list[int], list[int]]:

@@ -41,12 +41,17 @@ class BenchConfig:
     baseline: bool = field(default=True, metadata={
         "help": "also time the full forward with all hidden states, then layer L"})
     threads: int | None = field(default=None, metadata={"help": "torch threads"})
+    precisions: tuple[str, ...] = field(default=("fp32",), metadata={
+        "help": "autocast precisions of the cut model, each measured side by side "
+                "(fp32, bf16) with the matmul ceiling of its own precision"})
 
 
-def matmul_gflops(m: int, k: int, n: int, repeats: int = 20) -> float:
-    """Measured fp32 GFLOP/s of ``x @ w.T`` with ``x`` of shape ``(m, k)`` and ``w`` of
-    shape ``(n, k)``: the product an ``nn.Linear(k, n)`` runs on ``m`` tokens."""
-    x, w = torch.randn(m, k), torch.randn(n, k)
+def matmul_gflops(m: int, k: int, n: int, repeats: int = 20, precision: str = "fp32") -> float:
+    """Measured GFLOP/s of ``x @ w.T`` with ``x`` of shape ``(m, k)`` and ``w`` of
+    shape ``(n, k)``: the product an ``nn.Linear(k, n)`` runs on ``m`` tokens, in fp32 or
+    in bf16 (the operands autocast would hand the kernel)."""
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[precision]
+    x, w = torch.randn(m, k, dtype=dtype), torch.randn(n, k, dtype=dtype)
     for _ in range(3):
         torch.nn.functional.linear(x, w)
     best = float("inf")
@@ -70,7 +75,7 @@ def linear_shapes(model: nn.Module) -> list[tuple[int, int]]:
 
 
 def matmul_ceiling(model: str, tokens: int, threads: int | None,
-                   repeats: int = 20) -> dict[str, Any]:
+                   repeats: int = 20, precision: str = "fp32") -> dict[str, Any]:
     """This machine's fp32 rate on the model's own matrix products: the fastest of its
     Linear shapes on ``tokens`` rows (one full batch). Runs in a child process like the
     measured passes, so both see the same threads."""
@@ -79,7 +84,7 @@ def matmul_ceiling(model: str, tokens: int, threads: int | None,
     if threads:
         torch.set_num_threads(threads)
     lab = SequenceLabeler.from_model(model, labels=["O"], finetune="frozen")
-    rates = {f"{tokens}x{k}x{n}": round(matmul_gflops(tokens, k, n, repeats), 1)
+    rates = {f"{tokens}x{k}x{n}": round(matmul_gflops(tokens, k, n, repeats, precision), 1)
              for k, n in linear_shapes(lab.backbone)}
     return {"gflops": max(rates.values()), "shapes": rates}
 
@@ -98,7 +103,7 @@ def flops_per_token(model: nn.Module) -> tuple[int, int, int]:
 
 def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[list[str]],
              batch_size: int, max_tokens: int | None, latency_sentences: int, mode: str,
-             threads: int | None, repeats: int = 1) -> dict[str, Any]:
+             threads: int | None, repeats: int = 1, precision: str = "fp32") -> dict[str, Any]:
     """One configuration, in a child process. ``mode``: cut, full_hidden_states or encoder."""
     import resource
 
@@ -109,6 +114,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     cut = exit_layer if mode == "cut" else None
     lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
                                      exit_layer=cut, finetune="frozen").eval()
+    lab.place("cpu", precision)
     # padding of the very batches the timed pass runs
     masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, max_tokens)]
     lengths = [int(n) for m in masks for n in m.sum(1)]
@@ -132,7 +138,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     for w in words[:latency_sentences]:
         run([w], 1)
     latency = (time.perf_counter() - start) / max(1, min(latency_sentences, len(words)))
-    return {"model": model, "mode": mode, "repetitions": repetitions,
+    return {"model": model, "mode": mode, "precision": precision, "repetitions": repetitions,
             "exit_layer": exit_layer if mode != "encoder" else None,
             "layers_computed": blocks, "sentences": len(words), "tokens": sum(lengths),
             "seconds": round(seconds, 3), "seconds_all": [round(t, 3) for t in times],
@@ -171,34 +177,62 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
 
     words = [list(s.words) for s in load_corpus(cfg.dataset, cfg.split).sentences
              if len(s)][: cfg.sentences]
-    jobs = [(cfg.model, r, layer, "cut") for r in cfg.repetitions for layer in cfg.exit_layers]
+    jobs = [(cfg.model, r, layer, "cut", p) for p in cfg.precisions for r in cfg.repetitions
+            for layer in cfg.exit_layers]
     if cfg.baseline:
-        jobs += [(cfg.model, r, layer, "full_hidden_states") for r in cfg.repetitions
+        jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32") for r in cfg.repetitions
                  for layer in cfg.exit_layers if layer is not None]
     if cfg.encoder:
-        jobs.append((cfg.encoder, 0, None, "encoder"))
-    with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
-        ceiling = pool.submit(matmul_ceiling, cfg.model, cfg.max_tokens or cfg.batch_size * 32,
-                              cfg.threads).result()
-    echo(f"matmul ceiling: {ceiling['gflops']} GFLOP/s (fastest of {ceiling['shapes']})")
+        jobs.append((cfg.encoder, 0, None, "encoder", "fp32"))
+    ceilings = {}
+    for precision in dict.fromkeys(("fp32", *cfg.precisions)):
+        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+            ceilings[precision] = pool.submit(
+                matmul_ceiling, cfg.model, cfg.max_tokens or cfg.batch_size * 32, cfg.threads,
+                20, precision).result()
+        echo(f"{precision} matmul ceiling: {ceilings[precision]['gflops']} GFLOP/s (fastest "
+             f"of {ceilings[precision]['shapes']})")
     rows = []
-    for model, r, layer, mode in jobs:
+    for model, r, layer, mode, precision in jobs:
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
             row = pool.submit(_measure, model, r, layer, words, cfg.batch_size, cfg.max_tokens,
-                              cfg.latency_sentences, mode, cfg.threads, cfg.repeats).result()
+                              cfg.latency_sentences, mode, cfg.threads, cfg.repeats,
+                              precision).result()
         rows.append(row)
-        echo(f"{mode:>18} {model} r={r} L={layer}: {row['sentences_per_second']} sent/s, "
-             f"{row['latency_ms']} ms/sent, waste {row['padding_waste']:.1%}")
-    for row in rows:
-        row["share_of_ceiling"] = round(row["gflops_per_second"] / ceiling["gflops"], 3)
-    return {"kind": "bench", "config": asdict(cfg), "matmul_gflops": ceiling["gflops"],
-            "matmul_shapes": ceiling["shapes"], "rows": rows, "speedups": speedups(rows)}
+        echo(f"{mode:>18} {precision} {model} r={r} L={layer}: {row['sentences_per_second']} "
+             f"sent/s, {row['latency_ms']} ms/sent, waste {row['padding_waste']:.1%}")
+    for row in rows:  # each against the ceiling of its own precision
+        row["share_of_ceiling"] = round(row["gflops_per_second"]
+                                        / ceilings[row["precision"]]["gflops"], 3)
+    return {"kind": "bench", "config": asdict(cfg), "matmul_gflops": ceilings["fp32"]["gflops"],
+            "matmul_shapes": ceilings["fp32"]["shapes"],
+            "ceilings": {p: c["gflops"] for p, c in ceilings.items()}, "rows": rows,
+            "speedups": speedups(rows), "precision_speedups": precision_speedups(rows)}
+
+
+def precision_speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per r and exit layer: each precision's time against fp32's, and how far its states are
+    from fp32's (relative difference of their checksums)."""
+    cuts = [r for r in rows if r["mode"] == "cut"]
+    fp32 = {(r["repetitions"], r["exit_layer"]): r for r in cuts if r["precision"] == "fp32"}
+    out = []
+    for r in cuts:
+        base = fp32.get((r["repetitions"], r["exit_layer"]))
+        if r["precision"] == "fp32" or base is None:
+            continue
+        rel = abs(r["checksum"] - base["checksum"]) / abs(base["checksum"])
+        out.append({"precision": r["precision"], "repetitions": r["repetitions"],
+                    "exit_layer": r["exit_layer"],
+                    "speedup_vs_fp32": round(base["seconds"] / r["seconds"], 2),
+                    "checksum_rel_diff": float(f"{rel:.3g}")})
+    return out
 
 
 def speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per r and exit layer: time against the deepest cut, and against the full forward."""
     out = []
-    cuts = {(r["repetitions"], r["exit_layer"]): r for r in rows if r["mode"] == "cut"}
+    cuts = {(r["repetitions"], r["exit_layer"]): r for r in rows
+            if r["mode"] == "cut" and r.get("precision", "fp32") == "fp32"}
     full = {(r["repetitions"], r["exit_layer"]): r for r in rows
             if r["mode"] == "full_hidden_states"}
     for (rep, layer), row in sorted(cuts.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):

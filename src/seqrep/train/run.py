@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -57,12 +58,20 @@ def check_output(output: Path, overwrite: bool, resume: bool) -> None:
 
 def replace_output(output: Path, resume: bool) -> None:
     """Make ``output`` ready: an old run (checked by :func:`check_output`) is removed, and
-    temporary folders left by a killed writer (``.best.tmp-*``, ``.checkpoint.tmp-*``) go."""
+    what a killed writer left goes: temporary folders (``.best.tmp-*``, ``.checkpoint.tmp-*``)
+    are removed, and a folder moved aside (``.checkpoint.old-*``) whose replacement never
+    arrived is put back."""
     if not resume and output.exists():
         shutil.rmtree(output)
     output.mkdir(parents=True, exist_ok=True)
-    for stale in list(output.glob(".*.tmp-*")) + list(output.glob(".*.old-*")):
+    for stale in output.glob(".*.tmp-*"):
         shutil.rmtree(stale, ignore_errors=True)
+    for old in output.glob(".*.old-*"):
+        target = output / old.name[1:].rsplit(".old-", 1)[0]
+        if not target.exists():
+            os.replace(old, target)  # killed between atomic_dir's two renames
+        else:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def trim_log(path: Path, keep: int) -> None:

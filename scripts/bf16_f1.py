@@ -1,0 +1,59 @@
+"""bf16 autocast against fp32 on CoNLL-2003 test: F1, word-tag agreement and time, side by
+side in one process (the two passes interleaved by repeat). Prints and writes JSON.
+
+    python scripts/bf16_f1.py runs/demo --output results/bf16-f1.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+
+import torch
+
+from seqrep.data import load_corpus
+from seqrep.evaluate import check_labels, score
+from seqrep.fileio import write_json
+from seqrep.model.device import cpu_has_bf16
+from seqrep.model.labeler import SequenceLabeler
+from seqrep.predict import decode_logits
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run")
+    ap.add_argument("--sentences", type=int, default=None, help="first N test sentences")
+    ap.add_argument("--output", default=None)
+    args = ap.parse_args()
+    lab = SequenceLabeler.from_pretrained(args.run, device="cpu", precision="fp32")
+    gold = check_labels(load_corpus("conll2003", "test").sentences_with_words(),
+                        lab.config.labels, "conll2003/test")[: args.sentences]
+    words = [s.words for s in gold]
+    out = {"run": args.run, "sentences": len(gold), "cpu_native_bf16": cpu_has_bf16(),
+           "cpu": platform.processor() or platform.machine(),
+           "threads": torch.get_num_threads()}
+    tags = {}
+    for precision in ("fp32", "bf16"):
+        lab.place("cpu", precision)
+        start = time.perf_counter()
+        logits = lab.word_logits(words, 64)
+        seconds = time.perf_counter() - start
+        pred = [t for t, _ in decode_logits(lab, gold, logits)]
+        tags[precision] = pred
+        result = score([s.tags for s in gold], pred)
+        out[precision] = {"f1": result["f1"], "seconds": round(seconds, 2),
+                          "sentences_per_second": round(len(gold) / seconds, 2)}
+        print(precision, out[precision], flush=True)
+    same = sum(a == b for x, y in zip(tags["fp32"], tags["bf16"]) for a, b in zip(x, y))
+    out["tags_unchanged"] = same / sum(len(x) for x in tags["fp32"])
+    out["f1_difference_points"] = round(100 * (out["bf16"]["f1"] - out["fp32"]["f1"]), 3)
+    out["speedup"] = round(out["fp32"]["seconds"] / out["bf16"]["seconds"], 3)
+    print(json.dumps(out, indent=2))
+    if args.output:
+        write_json(args.output, out)
+
+
+if __name__ == "__main__":
+    main()
