@@ -227,3 +227,20 @@ def test_exit_layer_accepts_numbers_as_text() -> None:
     assert LabelerConfig(exit_layer="12").exit_layer == 12
     with pytest.raises(SeqrepError, match="exit_layer"):
         LabelerConfig(exit_layer="deep")
+
+
+def test_frozen_lowest_layers_do_not_train(tiny, corpus, tmp_path: Path) -> None:
+    from safetensors.torch import load_file
+
+    from seqrep.model.backbone import layer_stack
+
+    out = tmp_path / "run"
+    lab, cfg = configs(tiny("llama"), corpus, epochs=1)
+    train(lab.replace(frozen_layers=2), cfg, out, quiet=True)
+    base = SequenceLabeler.from_model(tiny("llama"), labels=["O"], exit_layer=3)
+    trained = load_file(str(out / "best" / "backbone" / "model.safetensors"))
+    blocks = layer_stack(base.backbone)
+    for i, block in enumerate(blocks):
+        same = all(torch.equal(p, trained[f"layers.{i}.{n}"]) for n, p in
+                   block.named_parameters())
+        assert same == (i < 2), i

@@ -19,7 +19,7 @@ from typing import Any
 
 # section -> field -> the value that means "as before this field existed"
 NEUTRAL: dict[str, dict[str, Any]] = {
-    "labeler": {"task": "auto"},
+    "labeler": {"task": "auto", "frozen_layers": 0},
     "train": {"batch_tokens": None, "device": "auto", "precision": "auto",
               "gradient_checkpointing": False, "exit_search_sentences": 1000},
 }

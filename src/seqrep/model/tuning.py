@@ -79,8 +79,20 @@ def prepare_backbone(backbone: nn.Module, config: LabelerConfig) -> nn.Module:
         return get_peft_model(backbone, lora)
     if config.finetune == "frozen":
         backbone.requires_grad_(False)
-    elif not config.train_embeddings:
+        return backbone
+    if not config.train_embeddings:
         backbone.get_input_embeddings().requires_grad_(False)
+    if config.frozen_layers:
+        from seqrep.model.backbone import layer_stack
+
+        blocks = layer_stack(backbone)
+        if config.frozen_layers > len(blocks):
+            from seqrep.errors import ConfigError
+
+            raise ConfigError(f"frozen_layers={config.frozen_layers} but the model has "
+                              f"{len(blocks)} layers (after the exit layer)")
+        for block in blocks[: config.frozen_layers]:
+            block.requires_grad_(False)
     return backbone
 
 
