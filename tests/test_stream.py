@@ -81,3 +81,28 @@ def test_two_processes_shard_and_keep_the_order(folder: Path, tmp_path: Path) ->
     assert proc.returncode == 0, proc.stderr[-2000:]
     lab = SequenceLabeler.from_pretrained(folder)
     assert _records(out) == predict_text(lab, TEXTS)
+
+
+def test_two_process_evaluation_counts_every_sentence_once(tiny, tmp_path: Path) -> None:
+    """7 sentences over 2 processes: the same count and F1 as one process."""
+    from support import write_corpus
+
+    data = write_corpus(tmp_path / "gold.txt", 7)
+    folder = SequenceLabeler.from_model(
+        tiny("llama"), labels=["O", "B-LOC", "I-LOC", "B-PER", "I-PER"],
+        finetune="frozen").save_pretrained(tmp_path / "lab")
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("torchrun is not installed")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    args = ["-m", "seqrep", "evaluate", str(folder), "--dataset", str(data), "--json",
+            "--device", "cpu"]
+    one = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
+                         timeout=300)
+    two = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", "29532",
+                          *args], capture_output=True, text=True, env=env, timeout=300)
+    assert one.returncode == 0 and two.returncode == 0, two.stderr[-2000:]
+    a, b = json.loads(one.stdout), json.loads(two.stdout)
+    assert a["sentences"] == b["sentences"] == 7
+    assert (a["f1"], a["predicted_spans"], a["gold_spans"]) == (b["f1"], b["predicted_spans"],
+                                                                 b["gold_spans"])

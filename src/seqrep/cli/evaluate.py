@@ -73,8 +73,22 @@ def evaluate_command(values: dict[str, Any]) -> None:
     gold = check_labels([s for s in corpus.sentences if len(s)], labeler.config.labels,
                         corpus.name or dataset, parse_label_map(values["label_map"]),
                         labeler.config.task)
-    progress = None if values["quiet"] or values["as_json"] else _progress(len(gold))
-    result = run_eval(labeler, gold, values["decoding"], values["batch_size"], progress)
+    from accelerate import PartialState
+
+    state = PartialState(cpu=labeler.placement.device.type == "cpu")
+    if state.num_processes > 1:  # under torchrun / accelerate launch: shard the sentences
+        from seqrep.evaluate import evaluate_logits
+        from seqrep.train.loop import sharded_logits
+
+        start = time.perf_counter()
+        logits = sharded_logits(labeler, [s.words for s in gold], values["batch_size"], state)
+        result = evaluate_logits(labeler, gold, logits, values["decoding"])
+        result["seconds"] = round(time.perf_counter() - start, 3)
+        if not state.is_main_process:
+            return
+    else:
+        progress = None if values["quiet"] or values["as_json"] else _progress(len(gold))
+        result = run_eval(labeler, gold, values["decoding"], values["batch_size"], progress)
     show(result, f"{corpus.name or dataset}: {result['sentences']} sentences, "
                  f"{result['seconds']:.1f} s", values["as_json"])
 
