@@ -102,6 +102,11 @@ SENTENCES = [
 ]
 
 
+# plain word lists for tests that need sentences without tags
+WORDS = [["Obama", "visited", "Paris", "."], ["Peter", "Blackburn", "reports"],
+         ["The", "European", "Union", "said", "on", "Thursday", "it", "disagreed", "."]]
+
+
 PEOPLE = ["Obama", "Peter", "Nadim", "Angela", "Boris", "Maria"]
 PLACES = ["Paris", "Berlin", "Brussels", "Tokyo", "Moscow", "Madrid"]
 VERBS = ["visited", "left", "praised", "reached"]

@@ -146,16 +146,19 @@ def test_probe_scores_each_layer(tiny, tmp_path: Path) -> None:
     from seqrep.config import LabelerConfig, TrainConfig
     from seqrep.lab.probe import run_probe
 
-    data = write_corpus(tmp_path / "train.txt", 30)
+    data = write_corpus(tmp_path / "train.txt", 100)
     out = run_probe(LabelerConfig(model=tiny("llama"), repetitions=1),
-                    TrainConfig(dataset=str(data), test_split=None), [1, 3], tmp_path / "p")
+                    TrainConfig(dataset=str(data), test_split=None), [1, 3], tmp_path / "p",
+                    epochs=60, lr=3e-2)
     assert [r["layer"] for r in out] == [1, 3]
-    assert all(0 <= r["validation"]["f1"] <= 1 for r in out)
+    # the toy task is separable from word identity: a working probe is far above the 0 F1
+    # of a head that predicts O everywhere (measured 0.68 and 0.79)
+    assert all(r["validation"]["f1"] > 0.5 for r in out)
     assert json.loads((tmp_path / "p" / "probe.json").read_text())[1]["layer"] == 3
 
 
 def test_bench_cut_equals_full_forward_state(tiny) -> None:
-    from test_labeler_words import WORDS
+    from support import WORDS
 
     from seqrep.lab.bench import _measure
 
@@ -220,7 +223,7 @@ def test_frontier_marks_the_pareto_settings() -> None:
 def test_bench_precisions_side_by_side(tiny) -> None:
     """bf16 rows beside fp32 ones: the same states within bf16's error, each precision with a
     ceiling measured in its own dtype."""
-    from test_labeler_words import WORDS
+    from support import WORDS
 
     from seqrep.lab.bench import _measure, matmul_ceiling, precision_speedups
 
@@ -232,3 +235,20 @@ def test_bench_precisions_side_by_side(tiny) -> None:
     assert row["precision"] == "bf16" and row["speedup_vs_fp32"] > 0
     assert 0 < row["checksum_rel_diff"] < 0.02  # really bf16, and close
     assert matmul_ceiling(model, 16, None, repeats=2, precision="bf16")["gflops"] > 0
+
+
+def test_report_rows_are_settings_not_just_strategies() -> None:
+    """Runs that differ in anything but the seed (the learning rate, or datasets whose files
+    share a name) are separate rows; seeds of one setting pool into one row."""
+    def rec(seed: int, lr: float, dataset: str) -> dict:
+        return {"config": {"labeler": {"model": "m", "repetitions": 1, "unmask": "none",
+                                       "exit_layer": 10, "finetune": "full"},
+                           "train": {"dataset": dataset, "seed": seed, "lr": lr,
+                                     "epochs": 2}},
+                "metrics": {"status": "finished", "train_sentences": 500,
+                            "validation": {"f1": 0.5}, "test": {"f1": 0.5, "sentences": 9}}}
+
+    records = [rec(1, 5e-5, "a/train.txt"), rec(2, 5e-5, "a/train.txt"),
+               rec(1, 1e-4, "a/train.txt"), rec(1, 5e-5, "b/train.txt")]
+    rows = group(records)
+    assert sorted(r["seeds"] for r in rows) == [[1], [1], [1, 2]]
