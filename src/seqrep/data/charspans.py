@@ -9,6 +9,9 @@ A character span ``[start, end)`` is mapped onto the words cut by
 - ``"contract"``: only the words wholly inside the span;
 - ``"strict"``: the span must start and end on word boundaries, or the reader raises.
 
+A span label must be a bare label: one that is itself a tag (``B-PER``, which would be written
+``B-B-PER``) or that holds a control character is an error (:func:`span_label_problem`).
+
 Spans that cover no word, overlap an earlier span, or repeat one are not placed; the result
 lists each of them so the reader can report it (nothing is dropped silently).
 :func:`place_on_words` does all of it for one text: it cuts the words, places the spans,
@@ -21,7 +24,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from seqrep.data.sources import cut
+from seqrep.data.sources import brief, cut
+from seqrep.data.tags import bare_prefix, label_problem, looks_like_tag
 from seqrep.data.tokenize import split_words
 from seqrep.errors import ConfigError, DataError
 
@@ -65,6 +69,18 @@ def check_alignment(alignment: str) -> str:
         raise ConfigError(f"unknown alignment {alignment!r}; expected one of "
                           f"{', '.join(ALIGNMENTS)}")
     return alignment
+
+
+def span_label_problem(label: str) -> str | None:
+    """What makes a span label unusable, or ``None``: a control or unprintable character, spaces
+    around it, or a tag prefix (``B-PER``: the prefixes are added on reading)."""
+    problem = label_problem(label, "label")
+    if problem is None and bare_prefix(label):
+        return "is a tag prefix with no label; expected a label such as PER"
+    if problem is None and looks_like_tag(label):
+        return (f"looks like a tag; expected the label alone ({label[2:]!r}): the B-/I- "
+                "prefixes are added on reading")
+    return problem
 
 
 def char_to_words(offsets: Sequence[tuple[int, int]], start: int, end: int,
@@ -202,8 +218,14 @@ def place_on_words(text: str, char_spans: Sequence[CharSpan], alignment: str, wh
 
     Raises:
         DataError: under ``"strict"``, for the first span that is not on word boundaries (or
-            covers no word), naming the span and the record.
+            covers no word), naming the span and the record; under any alignment, for a span
+            label that is a tag or holds a control character (:func:`span_label_problem`).
     """
+    for cs in char_spans:
+        problem = span_label_problem(cs.label)
+        if problem is not None:
+            raise DataError(source, f"{noun} {brief(cs.ref)} label {brief(cs.label)} {problem}, "
+                                    f"in {cut(where, 160)}", line(cs) if callable(line) else line)
     offsets = split_words(text)
     placed = place_spans(offsets, char_spans, alignment)
     if alignment == "strict" and placed.unplaced:

@@ -6,8 +6,9 @@ The label column is chosen by name or index (``upos`` by default). Multiword-tok
 sentence's ``meta``; ``# text = ...`` also sets ``Sentence.text`` and ``# newdoc id = ...`` sets
 ``doc_id`` for the sentences that follow. A label ``_`` (unspecified) is read as ``O``.
 
-Word ids must run 1, 2, ... within a sentence and a multiword range must be followed by its
-words, so the words of a Universal Dependencies file are exactly its syntactic words.
+Word ids must run 1, 2, ... within a sentence and a multiword range ``N-M`` (``N < M``: a
+reversed ``3-1`` is an error naming its line) must be followed by its words, so the words of a
+Universal Dependencies file are exactly its syntactic words.
 """
 
 from __future__ import annotations

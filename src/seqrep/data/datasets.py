@@ -145,9 +145,11 @@ NAMED_LAYOUTS = (f"a conll2003 folder ({', '.join(CONLL2003_FILES.values())}), a
 
 
 def holds_one_split(path: str | Path) -> bool:
-    """True for a path that is one split: a file, or a folder holding ``seq.in`` + ``seq.out``.
-    Any other path (a dataset folder, a name) has ``train``, ``validation`` and ``test``."""
-    return Path(path).is_file() or is_split_folder(path)
+    """True for a path that is one split: a file (a pipe or FIFO such as ``<(cat file)``
+    included), or a folder holding ``seq.in`` + ``seq.out``. Any other path (a dataset folder,
+    a name) has ``train``, ``validation`` and ``test``."""
+    path = Path(path)
+    return (path.exists() and not path.is_dir()) or is_split_folder(path)
 
 
 def _load_named(name: str, root: Path, split: str, options: dict[str, Any]) -> Corpus:

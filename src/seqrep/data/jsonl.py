@@ -6,7 +6,8 @@ Two record shapes, which may be mixed in one file:
   the file, or given), converted to IOB2;
 - ``{"text": "...", "spans": [{"start": 0, "end": 5, "label": "X"}, ...]}``: character offsets
   (``end`` exclusive); words come from :func:`seqrep.data.tokenize.split_words` and spans are
-  placed with :mod:`seqrep.data.charspans`.
+  placed with :mod:`seqrep.data.charspans`. A label is the label alone: ``B-PER`` (a tag) is
+  an error, as is a control character in a label or tag.
 
 Optional ``"id"`` and ``"doc_id"`` fields are kept (``meta["id"]``, ``Sentence.doc_id``).
 """
@@ -16,8 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seqrep.data.charspans import CharSpan, check_alignment, place_on_words
+from seqrep.data.charspans import CharSpan, check_alignment, place_on_words, span_label_problem
 from seqrep.data.sources import (
+    brief,
     check_flag,
     check_scheme,
     parse_json,
@@ -54,6 +56,9 @@ def _char_spans(path: Path, line: int, record: dict[str, Any]) -> list[CharSpan]
         if not label.strip():
             raise DataError(path, f"span {k} has an empty label; expected a non-empty string",
                             line)
+        problem = span_label_problem(label)
+        if problem is not None:
+            raise DataError(path, f"span {k} label {brief(label)} {problem}", line)
         if not 0 <= start < end <= len(text):
             raise DataError(path, f"span {k} ({label}) has offsets {start}-{end} outside the "
                                   f"text (0-{len(text)}); expected 0 <= start < end <= "

@@ -15,6 +15,7 @@ is an error that lists the ones it does. One name means one thing in every reade
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from seqrep.data.jsonl import read_jsonl
 from seqrep.data.nlupp import has_folds, read_nlupp
 from seqrep.data.parallel import LAYOUTS as PARALLEL_LAYOUTS
 from seqrep.data.parallel import TAGS, WORDS, is_split_folder, read_parallel, split_folders
+from seqrep.data.sources import forget, read_start
 from seqrep.data.types import Corpus
 from seqrep.errors import ConfigError, DataError
 
@@ -46,6 +48,22 @@ FILE_FORMATS = "a file (CoNLL, CoNLL-U, JSONL, SemEval XML or ABSA '####' text)"
 
 # First match wins: suffix -> format.
 _SUFFIXES = {".conllu": "conllu", ".xml": "semeval-xml", ".jsonl": "jsonl", ".json": "nlupp"}
+_CONLLU_ID = re.compile(rb"[0-9]+([-.][0-9]+)?")
+
+
+def _format_of_content(data: bytes) -> str:
+    """The format the start of a file reads as (see :func:`detect_format`)."""
+    lines = [ln.strip(b"\r") for ln in data.removeprefix(b"\xef\xbb\xbf").split(b"\n")]
+    first = next((ln.strip() for ln in lines if ln.strip()), b"")
+    if b"####" in first:
+        return "absa-tokenized"
+    if first.startswith(b'{"') or first.startswith(b"{") and first.endswith(b"}"):
+        return "jsonl"
+    word = next((ln for ln in lines if ln.strip() and not ln.startswith(b"#")), b"")
+    cols = word.split(b"\t")
+    if len(cols) == 10 and _CONLLU_ID.fullmatch(cols[0]):
+        return "conllu"
+    return "conll"
 
 
 def get_reader(format: str) -> Callable[..., Corpus]:
@@ -62,12 +80,18 @@ def get_reader(format: str) -> Callable[..., Corpus]:
 
 
 def detect_format(path: str | Path) -> str:
-    """Guess a path's format from its layout, suffix, then first line.
+    """Guess a path's format from its layout, suffix, then content.
 
     A folder holding ``seq.in`` + ``seq.out`` (or ``train/ valid/ test/`` folders of them), or
     a file named ``seq.in``/``seq.out`` -> parallel; a folder of NLU++ folds -> nlupp;
-    ``.conllu`` -> conllu, ``.xml`` -> semeval-xml, ``.jsonl`` -> jsonl, ``.json`` -> nlupp,
-    ``####`` in the first non-blank line -> absa-tokenized, else conll.
+    ``.conllu`` -> conllu, ``.xml`` -> semeval-xml, ``.jsonl`` -> jsonl, ``.json`` -> nlupp.
+    Otherwise (any other suffix, or none, as a pipe ``/dev/fd/63`` has) the first non-blank
+    line decides: ``####`` in it -> absa-tokenized, a JSON object ``{...}`` -> jsonl; then a
+    first word line (not ``#``) of 10 tab-separated columns starting with a word id ``1``,
+    ``1-2`` or ``1.1`` -> conllu; else conll.
+
+    A pipe or FIFO is read whole to look at it, and its bytes are kept for the reader
+    (:func:`seqrep.data.sources.read_start`), so detecting its format loses none of it.
 
     Raises:
         DataError: the path does not exist, or is a folder of no known layout (the message
@@ -87,12 +111,7 @@ def detect_format(path: str | Path) -> str:
         return "parallel"
     if path.suffix.lower() in _SUFFIXES:
         return _SUFFIXES[path.suffix.lower()]
-    try:
-        with path.open("rb") as f:
-            first = next((ln for ln in f if ln.strip()), b"")
-    except OSError as err:
-        raise DataError(path, f"cannot read file ({err.strerror})") from None
-    return "absa-tokenized" if b"####" in first else "conll"
+    return _format_of_content(read_start(path))
 
 
 def reader_options(format: str) -> list[str]:
@@ -102,6 +121,9 @@ def reader_options(format: str) -> list[str]:
 
 def read_corpus(path: str | Path, format: str | None = None, **options: Any) -> Corpus:
     """Read a file (or a parallel-files or NLU++ folder) with the reader for ``format``.
+
+    A pipe or FIFO (``<(cat file)``) is read once, in full: detection and the reader share its
+    bytes.
 
     Args:
         path: the file or folder.
@@ -116,12 +138,15 @@ def read_corpus(path: str | Path, format: str | None = None, **options: Any) -> 
         ConfigError: an unknown format, or an option the reader does not take.
         DataError: the file is missing or bad (see the reader).
     """
-    fmt = format or detect_format(path)
-    reader = get_reader(fmt)
-    options = {k: v for k, v in options.items() if v is not None}
-    allowed = reader_options(fmt)
-    unknown = [k for k in options if k not in allowed]
-    if unknown:
-        raise ConfigError(f"the {fmt} reader has no option {unknown[0]!r}; its options are "
-                          f"{', '.join(allowed)}")
-    return reader(path, **options)
+    try:
+        fmt = format or detect_format(path)
+        reader = get_reader(fmt)
+        options = {k: v for k, v in options.items() if v is not None}
+        allowed = reader_options(fmt)
+        unknown = [k for k in options if k not in allowed]
+        if unknown:
+            raise ConfigError(f"the {fmt} reader has no option {unknown[0]!r}; its options are "
+                              f"{', '.join(allowed)}")
+        return reader(path, **options)
+    finally:
+        forget(path)  # a pipe detection read ahead and no reader took

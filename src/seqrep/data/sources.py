@@ -3,11 +3,19 @@ turning tag columns into IOB2.
 
 They raise :class:`seqrep.errors.DataError` naming the file and line, so that a bad file
 reaches the user as one readable line.
+
+A path that is not a regular file (a FIFO, or the ``/dev/fd/63`` of a shell's ``<(cat file)``)
+can be read only once. :func:`read_start` (what format detection looks at) reads such a pipe
+whole and keeps its bytes; the next :func:`read_text` of it takes them, so the reader sees the
+input from its first byte.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,16 +23,86 @@ from typing import Any
 from seqrep.data.tags import (
     SCHEMES,
     TagError,
+    bare_prefix,
     convert_tags,
     detect_scheme,
+    label_problem,
+    looks_like_tag,
     normalize_scheme,
     split_tag,
 )
 from seqrep.errors import ConfigError, DataError
 
+# Pipes read ahead by read_start: (device, inode) -> their bytes, taken by the next read.
+_READ_AHEAD: dict[tuple[int, int], bytes] = {}
+_LOCK = threading.Lock()
+
+
+def _pipe(path: Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of a path that is neither a regular file nor a folder (a FIFO, a
+    pipe's ``/dev/fd/N``), which can be read only once; ``None`` for any other path."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of ``path``: for a pipe read ahead by :func:`read_start`, the bytes it kept."""
+    key = _pipe(path)
+    if key is not None:
+        with _LOCK:
+            if key in _READ_AHEAD:
+                return _READ_AHEAD.pop(key)
+    return path.read_bytes()
+
+
+def _read_error(path: Path, err: OSError) -> DataError:
+    if isinstance(err, FileNotFoundError):
+        return DataError(path, "no such file")
+    if isinstance(err, IsADirectoryError):
+        return DataError(path, "expected a file, got a directory")
+    return DataError(path, f"cannot read file ({err.strerror})")
+
+
+def read_start(path: str | Path, size: int = 1 << 16) -> bytes:
+    """The first ``size`` bytes of a file, or all of a pipe (kept for the next
+    :func:`read_text` of it, so that looking at its start loses nothing).
+
+    Raises:
+        DataError: the file cannot be read.
+    """
+    path = Path(path)
+    key = _pipe(path)
+    try:
+        if key is None:
+            with path.open("rb") as f:
+                return f.read(size)
+        with _LOCK:
+            if key in _READ_AHEAD:
+                return _READ_AHEAD[key]
+        data = path.read_bytes()
+    except OSError as err:
+        raise _read_error(path, err) from None
+    with _LOCK:
+        _READ_AHEAD[key] = data
+    return data
+
+
+def forget(path: str | Path) -> None:
+    """Drop the bytes :func:`read_start` kept for a pipe that no reader took."""
+    key = _pipe(Path(path))
+    if key is not None:
+        with _LOCK:
+            _READ_AHEAD.pop(key, None)
+
 
 def read_text(path: str | Path) -> str:
-    """Read a whole file as UTF-8 (a leading byte-order mark is dropped).
+    """Read a whole file as UTF-8 (a leading byte-order mark is dropped). A pipe or FIFO is
+    read once: after :func:`read_start`, from the bytes it kept.
 
     Args:
         path: the file.
@@ -37,13 +115,9 @@ def read_text(path: str | Path) -> str:
     """
     path = Path(path)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError(path, "no such file") from None
-    except IsADirectoryError:
-        raise DataError(path, "expected a file, got a directory") from None
+        data = _read_bytes(path)
     except OSError as err:
-        raise DataError(path, f"cannot read file ({err.strerror})") from None
+        raise _read_error(path, err) from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -175,6 +249,59 @@ def _check_plain(sequences: Sequence[Sequence[str]], source: str | Path,
                             "as a plain label)", line_of(i, j))
 
 
+def _check_tags(sequences: Sequence[Sequence[str]], source: str | Path,
+                line_of: Callable[[int, int], int | None]) -> None:
+    """Tags no scheme reads: a control character or spaces in one, or a bare prefix."""
+    for i, tags in enumerate(sequences):
+        for j, tag in enumerate(tags):
+            problem = label_problem(tag)
+            if problem is not None:
+                raise DataError(source, f"tag {brief(tag)} {problem}", line_of(i, j))
+            if bare_prefix(tag):
+                raise DataError(source, f"tag {tag!r} has an empty label; expected O or "
+                                        "PREFIX-LABEL such as B-PER", line_of(i, j))
+
+
+def _check_letters(sequences: Sequence[Sequence[str]], source: str | Path,
+                   line_of: Callable[[int, int], int | None]) -> None:
+    """Plain labels were detected: if they are only prefix letters (``B I O``), they are
+    IOB tags without labels, not labels."""
+    found = {t for tags in sequences for t in tags}
+    letters = [c for c in "BIESLUO" if c in found or c.lower() in found]
+    if not found <= set("BIESLUObiesluo") or letters in ([], ["O"]):
+        return
+    i, j = next((i, j) for i, tags in enumerate(sequences) for j, t in enumerate(tags)
+                if t not in ("O", "o"))
+    raise DataError(source, f"tag {sequences[i][j]!r} is a prefix with no label (the tags are "
+                            f"only {'/'.join(letters)} letters); expected PREFIX-LABEL such as "
+                            "B-X, or pass scheme TOKEN to read each tag as a plain label",
+                    line_of(i, j))
+
+
+def _check_labels(sequences: Sequence[Sequence[str]], source: str | Path,
+                  line_of: Callable[[int, int], int | None]) -> None:
+    """Labels of prefixed tags: one that is itself a tag (``B-B-PER``), or one label spelled
+    in two cases (``B-ORG`` and ``b-org``), is an error."""
+    seen: dict[str, tuple[str, int, int]] = {}  # casefolded label -> first spelling, where
+    for i, tags in enumerate(sequences):
+        for j, tag in enumerate(tags):
+            prefix, label = split_tag(tag)
+            if label is None or prefix == "":
+                continue
+            if looks_like_tag(label):
+                raise DataError(source, f"tag {brief(tag)} has two prefixes (its label "
+                                        f"{brief(label)} is itself a tag); expected "
+                                        "PREFIX-LABEL such as B-PER", line_of(i, j))
+            spelling, fi, fj = seen.setdefault(label.casefold(), (label, i, j))
+            if spelling != label:
+                line = line_of(fi, fj)
+                where = f"line {line}" if line is not None else f"sentence {fi + 1}"
+                raise DataError(source, f"tag {brief(tag)} has the label {brief(label)}, which "
+                                        f"{where} spells {brief(spelling)}; expected one "
+                                        "spelling per label (prefixes may be either case, "
+                                        "labels are case-sensitive)", line_of(i, j))
+
+
 def to_iob2(sequences: Sequence[Sequence[str]], scheme: str | None, strict: bool,
             source: str | Path, line_of: Callable[[int, int], int | None]
             ) -> tuple[list[list[str]], int, str]:
@@ -185,7 +312,9 @@ def to_iob2(sequences: Sequence[Sequence[str]], scheme: str | None, strict: bool
         scheme: the tag scheme, or ``None`` to detect it over the whole file
             (:func:`seqrep.data.tags.detect_scheme`). TOKEN labels (e.g. POS) become width-1
             spans ``B-NN``; a file that mixes plain labels with prefixed tags is an error unless
-            the scheme is given.
+            the scheme is given, and so is one whose tags are only the letters ``B I O``.
+            Prefixes are read in either case (``b-org`` becomes ``B-org``: the label keeps its
+            spelling), so a label spelled in two cases (``B-ORG``, ``b-org``) is an error.
         strict: raise on an invalid sequence instead of repairing it.
         source: the file, for error messages.
         line_of: ``(sentence index, word index) -> line number`` for error messages.
@@ -195,16 +324,17 @@ def to_iob2(sequences: Sequence[Sequence[str]], scheme: str | None, strict: bool
         the scheme that was read.
 
     Raises:
-        DataError: a tag does not fit the scheme (or, under ``strict``, an invalid sequence).
+        DataError: a tag does not fit the scheme (or, under ``strict``, an invalid sequence);
+            a tag with a control character, spaces around it, an empty label (``B-``) or two
+            prefixes (``B-B-PER``).
     """
-    for i, tags in enumerate(sequences):
-        for j, tag in enumerate(tags):
-            if len(tag) == 2 and tag[1] in "-_" and tag[0] in "BIESLU":
-                raise DataError(source, f"tag {tag!r} has an empty label; expected O or "
-                                        "PREFIX-LABEL such as B-PER", line_of(i, j))
+    _check_tags(sequences, source, line_of)
     resolved = check_scheme(scheme) or detect_scheme(sequences)
     if scheme is None and resolved == "TOKEN":
         _check_plain(sequences, source, line_of)
+        _check_letters(sequences, source, line_of)
+    if resolved != "TOKEN":
+        _check_labels(sequences, source, line_of)
     out: list[list[str]] = []
     repaired = 0
     for i, tags in enumerate(sequences):

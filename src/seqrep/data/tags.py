@@ -7,15 +7,26 @@ Repair policy for IOB2 (the convention seqeval's lenient mode and conlleval foll
 that does not continue an open ``X`` span (it follows ``O``, the sentence start, or a span of
 another type) starts a new ``X`` span. Each such tag counts as one repair; with ``strict=True``
 it raises :class:`TagError` instead. BIOES repairs likewise (a stray ``I-``/``E-`` starts a span).
+
+Prefixes are read in either case: ``b-org``, ``i-org`` and ``o`` are IOB2 like ``B-org``,
+``I-org`` and ``O``. Only the prefix is normalised; the label keeps its spelling, so ``b-org``
+is written back as ``B-org`` (readers refuse a file that spells one label in two cases, such as
+``B-ORG`` and ``b-org``, see :func:`seqrep.data.sources.to_iob2`). The TOKEN scheme takes tags
+literally: there only ``O`` is outside, and ``o`` or ``b-org`` are plain labels.
+
+A bare prefix (``B-``, ``i_``) has no label: :func:`tags_to_spans` raises :class:`TagError` for
+it in every scheme rather than read the label ``B-``.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 SCHEMES = ("IOB1", "IOB2", "BIOES", "IO", "TOKEN")
 ALIASES = {"BIO": "IOB2", "BILOU": "BIOES", "IOBES": "BIOES", "POS": "TOKEN"}
 _PREFIXES = {"B", "I", "E", "S", "L", "U"}
+_LETTERS = "BIESLUbieslu"
 
 SpanTuple = tuple[int, int, str]
 
@@ -38,16 +49,43 @@ def normalize_scheme(scheme: str) -> str:
 
 
 def split_tag(tag: str) -> tuple[str, str | None]:
-    """Split a tag into prefix and label.
+    """Split a tag into prefix and label; the prefix is read in either case.
 
-    ``"B-PER"`` -> ``("B", "PER")``; ``"O"`` -> ``("O", None)``; ``"NOUN"`` -> ``("", "NOUN")``.
+    ``"B-PER"`` -> ``("B", "PER")``; ``"b-org"`` -> ``("B", "org")``; ``"O"`` and ``"o"`` ->
+    ``("O", None)``; ``"NOUN"`` -> ``("", "NOUN")``; a bare prefix ``"B-"`` -> ``("", "B-")``
+    (see :func:`bare_prefix`).
     """
-    if tag == "O":
+    if tag in ("O", "o"):
         return "O", None
-    if len(tag) > 2 and tag[1] in "-_" and tag[0] in _PREFIXES:
-        prefix = {"L": "E", "U": "S"}.get(tag[0], tag[0])
+    if len(tag) > 2 and tag[1] in "-_" and tag[0] in _LETTERS:
+        prefix = {"L": "E", "U": "S"}.get(tag[0].upper(), tag[0].upper())
         return prefix, tag[2:]
     return "", tag
+
+
+def bare_prefix(tag: str) -> bool:
+    """True for a prefix with no label: ``B-``, ``i_``, ``S-`` ..."""
+    return len(tag) == 2 and tag[1] in "-_" and tag[0] in _LETTERS
+
+
+def looks_like_tag(label: str) -> bool:
+    """True for a label that is itself a prefixed tag (``B-PER``, ``i_x``, ``B-``), which
+    would be written as ``B-B-PER``."""
+    return bare_prefix(label) or split_tag(label)[0] in ("B", "I", "E", "S")
+
+
+def label_problem(label: str, noun: str = "tag") -> str | None:
+    """What makes ``label`` (a tag, or a span label: ``noun``) unusable, or ``None``: a control
+    or other unprintable character (shown escaped, with its code point), or spaces around it."""
+    bad = next((c for c in label if not c.isprintable()), None)
+    if bad is not None:
+        kind = "control" if unicodedata.category(bad) == "Cc" else "unprintable"
+        shown = bad.encode("unicode_escape").decode("ascii")
+        return (f"holds the {kind} character {shown} (U+{ord(bad):04X}); expected printable "
+                "characters")
+    if label != label.strip():
+        return f"has spaces around it; expected the {noun} alone"
+    return None
 
 
 def tags_to_spans(tags: Sequence[str], scheme: str = "IOB2",
@@ -74,10 +112,13 @@ def tags_to_spans(tags: Sequence[str], scheme: str = "IOB2",
         label = None
 
     for i, tag in enumerate(tags):
+        if bare_prefix(tag):
+            raise TagError(f"tag {tag!r} at word {i + 1} is a prefix with no label "
+                           "(expected PREFIX-LABEL such as B-PER)", i)
         prefix, lab = split_tag(tag)
         if scheme == "TOKEN":
             close(i)
-            if lab is not None:
+            if tag != "O":
                 spans.append((i, i + 1, tag))
             continue
         if prefix == "O":
@@ -164,7 +205,8 @@ def convert_tags(tags: Sequence[str], source: str, target: str = "IOB2",
 def detect_scheme(sequences: Iterable[Sequence[str]]) -> str:
     """Guess the scheme of a corpus' tag sequences.
 
-    TOKEN if some tag has no prefix; BIOES if any ``E-``/``S-``/``L-``/``U-``; IO if there is
+    Prefixes count in either case (``b-org`` is ``B-org``). TOKEN if some tag has no prefix
+    (``NN``, or a bare ``B-``); BIOES if any ``E-``/``S-``/``L-``/``U-``; IO if there is
     no ``B-`` at all; IOB1 if more ``I-X`` tags start a span (after ``O`` or another type) than
     ``B-X`` tags do (IOB1 uses B only between two adjacent spans of one type, IOB2 starts every
     span with B); otherwise IOB2. Counting rather than requiring "every B follows an X" keeps a
