@@ -1,0 +1,79 @@
+"""Exporting a trained labeler to ONNX and running it with ONNX Runtime, without a torch model.
+
+- :func:`~seqrep.export.onnx.export_onnx` writes the cut backbone, the word pooling and the
+  head as one ONNX graph that maps a :class:`~seqrep.encode.batch.Batch`'s tensors to word
+  logits (and word states), with the tokenizer, the labeler config and ``seqrep-onnx.json``
+  (opset, exporter, versions, the graph's sha256, the parity measured at export) beside it.
+- :class:`~seqrep.export.runtime.OnnxLabeler` loads such a folder and offers the inference
+  interface of :class:`~seqrep.model.labeler.SequenceLabeler` (``config``, ``encoder``,
+  ``word_logits``, ``word_states`` ...), so :func:`seqrep.predict.predict_text`, evaluation and
+  the server run on it unchanged.
+- :func:`~seqrep.export.quantize.quantize_int8` adds the int8 graph that kept F1 (within 0.5
+  points of fp32 on CoNLL-2003, see ``results/int8.json``) beside the fp32 one.
+- :func:`load_labeler` picks the runtime for the commands' ``--runtime``.
+
+Both need the ``onnx`` extra: ``pip install 'seqrep[onnx]'``.
+"""
+
+from __future__ import annotations
+
+META_FILE = "seqrep-onnx.json"
+MODEL_FILE = "model.onnx"
+FORMAT_VERSION = 1
+# the graph's inputs, in order: the Batch's tensors, then a (W,) placeholder whose length is
+# the number of words (ONNX needs the output's row count as a tensor shape, not an int)
+INPUTS = ("input_ids", "attention_mask", "position_ids", "read_batch", "read_pos", "read_word",
+          "read_weight", "words")
+OUTPUTS = ("logits", "states")
+
+
+def require_onnx(*modules: str) -> None:
+    """Raise a one-line ConfigError naming the extra when an ONNX package is missing."""
+    import importlib.util
+
+    from seqrep.errors import ConfigError
+
+    for name in modules:
+        if importlib.util.find_spec(name) is None:
+            raise ConfigError(f"ONNX export and inference need the onnx extra ({name} is "
+                              f"missing): pip install 'seqrep[onnx]'")
+
+
+RUNTIMES = ("auto", "torch", "onnx", "onnx-int8")
+
+
+def load_labeler(path, runtime: str = "auto", trust_remote_code: bool = False,  # noqa: ANN001, ANN201
+                 device: str = "auto", precision: str = "auto", threads: int | None = None):
+    """The labeler in ``path`` on the chosen runtime, for the commands' ``--runtime``.
+
+    Args:
+        path: a run or labeler folder (torch), or a folder from ``seqrep export --onnx``.
+        runtime: ``torch`` (:class:`~seqrep.model.labeler.SequenceLabeler`), ``onnx``
+            (:class:`~seqrep.export.runtime.OnnxLabeler`), ``onnx-int8`` (its int8 graph,
+            written by ``seqrep export --int8``) or ``auto`` (onnx when ``path`` is an ONNX
+            export, else torch).
+        trust_remote_code, device, precision: as for SequenceLabeler.from_pretrained (the
+            ONNX runtime accepts only the CPU and fp32, or auto).
+        threads: ONNX Runtime's intra-op threads (default: its own); torch keeps its
+            setting.
+    """
+    from pathlib import Path
+
+    from seqrep.errors import ConfigError
+
+    if runtime not in RUNTIMES:
+        raise ConfigError(f"--runtime {runtime!r}; expected one of {', '.join(RUNTIMES)}")
+    exported = (Path(path) / META_FILE).is_file()
+    if runtime == "auto":
+        runtime = "onnx" if exported else "torch"
+    if runtime in ("onnx", "onnx-int8"):
+        require_onnx("onnxruntime")
+        from seqrep.export.runtime import OnnxLabeler
+
+        return OnnxLabeler.from_pretrained(path, threads, device=device, precision=precision,
+                                           variant="int8" if runtime == "onnx-int8" else None)
+    if exported:
+        raise ConfigError(f"{path} is an ONNX export; use --runtime onnx (or auto)")
+    from seqrep.model.labeler import SequenceLabeler
+
+    return SequenceLabeler.from_pretrained(path, trust_remote_code, device, precision)

@@ -1,0 +1,334 @@
+"""``export_onnx``: a saved labeler -> one ONNX graph + tokenizer + config, for ONNX Runtime.
+
+The graph is what :meth:`SequenceLabeler.forward` runs: the cut backbone (with its unmasked
+layers), the pooling of the read positions and the linear head. It maps a
+:class:`~seqrep.encode.batch.Batch`'s tensors to ``logits`` ``(W, labels)`` and ``states``
+``(W, H)``, with the batch size, the length, the number of reads and the number of words all
+dynamic. The repetition layout (r, what is read, windows) is not in the graph: it lives in
+the Encoder, which :class:`~seqrep.export.runtime.OnnxLabeler` rebuilds from the saved config
+and tokenizer, so the batches are those of PyTorch.
+
+It is exported with ``torch.onnx.export(dynamo=True)`` (``torch.export`` in non-strict mode,
+which runs the model's Python, so the :class:`~seqrep.model.masks.Unmasker`'s forward
+pre-hooks are traced and unmasked layers stay bidirectional in the graph). The TorchScript
+exporter (``dynamo=False``) is not used: with transformers 5 it bakes the traced batch's
+lengths into the attention masks, and its logits on other shapes are wrong.
+
+Every export is checked before it is written: ONNX Runtime and PyTorch label a fixed set of
+sentences (one of them long enough to be cut into windows) at several batch sizes, and the
+export is refused when a logit differs by more than ``tolerance`` (whether every greedy tag
+stays the same is recorded too).
+
+Layout::
+
+    OUT/model.onnx          the graph (weights inside; model.onnx.data beside it past 1.5 GB)
+    OUT/seqrep-onnx.json    opset, exporter, versions, the graph's sha256, inputs, the check
+    OUT/config.json         the labeler config, as in a labeler folder (read_config reads it)
+    OUT/tokenizer/          the tokenizer files
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import io
+import logging
+import math
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import seqrep
+from seqrep.errors import ConfigError, ModelError
+from seqrep.export import FORMAT_VERSION, INPUTS, META_FILE, MODEL_FILE, OUTPUTS, require_onnx
+
+if TYPE_CHECKING:
+    import torch
+
+    from seqrep.encode.batch import Batch
+    from seqrep.model.labeler import SequenceLabeler
+
+DEFAULT_OPSET = 18
+# export-time refusal threshold on the largest absolute logit difference (fp32 vs fp32;
+# measured differences are about 1e-6 on the tiny test models)
+TOLERANCE = 1e-3
+# weights past this size go to an external data file (a protobuf holds at most 2 GB)
+EXTERNAL_DATA_BYTES = 1_500_000_000
+
+CHECK_SENTENCES = [
+    ["Obama", "visited", "Paris", "and", "Berlin", "last", "week", "."],
+    ["The", "European", "Commission", "said", "on", "Thursday", "it", "disagreed", "with",
+     "German", "advice", "to", "consumers", "."],
+    ["Peter", "Blackburn"],
+    ["BRUSSELS", "1996-08-22"],
+    ["Emoji", "🙂", "and", "naïve", "café", ",", "東京", "and", "Москва", "!"],
+]
+_LONG_BASE = ["Nadim", "Ladki", "reported", "from", "Al-Ain", ",", "United", "Arab", "Emirates",
+              ",", "for", "Reuters", "on", "Monday", "."]
+
+
+def long_sentence(labeler: Any, base: Sequence[str] = _LONG_BASE) -> list[str]:
+    """A sentence the labeler's encoder cuts into two or more windows."""
+    words = list(base)
+    while len(labeler.encoder.segments(words)) < 2:
+        if len(words) > 20_000:
+            raise ModelError("could not build a sentence long enough to be windowed")
+        words = words + list(base)
+    return words + list(base[: len(base) // 2])
+
+
+def check_sentences(labeler: Any) -> list[list[str]]:
+    """The fixed sentences an export is checked on, with a windowed long one."""
+    return [list(s) for s in CHECK_SENTENCES] + [long_sentence(labeler)]
+
+
+class _Graph:
+    """Builds the traced module lazily (torch is imported only when exporting)."""
+
+    @staticmethod
+    def module(labeler: SequenceLabeler) -> torch.nn.Module:
+        import torch
+
+        class LabelerGraph(torch.nn.Module):
+            def __init__(self, lab: SequenceLabeler) -> None:
+                super().__init__()
+                self.lab = lab
+
+            def forward(self, input_ids, attention_mask, position_ids, read_batch,  # noqa: ANN001, ANN201
+                        read_pos, read_word, read_weight, words):
+                lab = self.lab
+                with lab.unmasker.active(attention_mask):
+                    out = lab.backbone(input_ids=input_ids, attention_mask=attention_mask,
+                                       position_ids=position_ids, use_cache=False)
+                hidden = out.last_hidden_state
+                # SequenceLabeler.pool, with the word count read from a tensor's shape
+                picked = hidden[read_batch, read_pos].float() * read_weight[:, None]
+                states = picked.new_zeros(words.shape[0], hidden.shape[-1]).index_add(
+                    0, read_word, picked)
+                return lab.head(states), states
+
+        return LabelerGraph(labeler).eval()
+
+
+def _example(labeler: SequenceLabeler) -> Batch:
+    """A batch whose dynamic sizes are all different and above 1 (torch.export specialises a
+    dimension of size 0 or 1 to a constant)."""
+    for n in range(3, 64):
+        sentences = [["example"] * n, ["words", "."] * max(1, n // 3)]
+        items = labeler.encoder.items(sentences)[:2]
+        if len(items) < 2:
+            continue
+        batch = labeler.encoder.collate(items)
+        B, T = batch.input_ids.shape
+        R, W = batch.read_batch.shape[0], batch.num_words
+        if len({B, T, R}) == 3 and len({B, T, W}) == 3 and min(B, T, R, W) >= 2:
+            return batch
+    raise ModelError("could not build an example batch for the export")
+
+
+def _feeds(batch: Batch) -> tuple:
+    import torch
+
+    return (batch.input_ids, batch.attention_mask, batch.position_ids, batch.read_batch,
+            batch.read_pos, batch.read_word, batch.read_weight,
+            torch.zeros(batch.num_words, dtype=torch.float32))
+
+
+@contextlib.contextmanager
+def _quiet_exporter() -> Iterator[None]:
+    """Silence the exporter's progress lines and its notes on axis names and deprecations,
+    which say nothing about this export; errors still raise."""
+    loggers = [logging.getLogger(n) for n in ("torch.onnx", "torch.export", "torch._dynamo",
+                                               "onnxscript")]
+    levels = [lg.level for lg in loggers]
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.onnx")
+        warnings.filterwarnings("ignore", category=FutureWarning)
+        warnings.filterwarnings("ignore", message=r".*axis name.*")
+        for lg in loggers:
+            lg.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for lg, level in zip(loggers, levels):
+                lg.setLevel(level)
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"seqrep": seqrep.__version__}
+    for name in ("torch", "transformers", "onnx", "onnxscript", "onnxruntime"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def parity(labeler: SequenceLabeler, onnx_labeler: Any, sentences: Sequence[Sequence[str]],
+           batch_sizes: Sequence[int] = (1, 4, 32)) -> dict[str, Any]:
+    """Largest absolute logit difference and greedy-tag agreement of ``onnx_labeler``
+    against ``labeler`` on ``sentences`` at each batch size (PyTorch at batch size 32)."""
+    import torch
+
+    ref = labeler.word_logits(sentences, 32)
+    worst, same = 0.0, True
+    for bs in batch_sizes:
+        got = onnx_labeler.word_logits(sentences, bs)
+        for a, b in zip(ref, got):
+            if a.shape != b.shape:
+                raise ModelError(f"ONNX logits of shape {tuple(b.shape)} for PyTorch's "
+                                 f"{tuple(a.shape)}")
+            if a.numel():
+                worst = max(worst, float((a - b).abs().max()))
+                same = same and bool(torch.equal(a.argmax(-1), b.argmax(-1)))
+    return {"max_abs_logit_diff": worst, "same_argmax": same, "sentences": len(sentences),
+            "words": sum(len(s) for s in sentences), "batch_sizes": list(batch_sizes)}
+
+
+def export_labeler(labeler: SequenceLabeler, out_dir: str | Path, opset: int = DEFAULT_OPSET,
+                   check: bool = True, tolerance: float = TOLERANCE,
+                   source: str | None = None, total_layers: int | None = None) -> Path:
+    """Export a loaded fp32 labeler (on the CPU) to ``out_dir``; see :func:`export_onnx`.
+
+    ``total_layers``: the uncut model's layer count when the loaded backbone no longer knows
+    it (a saved full fine-tune reloads already cut)."""
+    require_onnx("onnx", "onnxscript", "onnxruntime")
+    import torch
+    from torch.export import Dim
+
+    from seqrep.fileio import atomic_dir, write_json
+    from seqrep.model.backbone import quiet_transformers
+
+    if labeler.backbone_info.is_encoder:
+        raise ConfigError("ONNX export covers decoder backbones (Llama, Qwen, Gemma, ...); "
+                          f"{labeler.config.model} is an encoder")
+    if getattr(labeler.backbone, "is_loaded_in_4bit", False):
+        raise ConfigError("a 4-bit (qlora) backbone cannot be exported; load it on the CPU, "
+                          "where its adapter goes on the full-precision base")
+    dtypes = {p.dtype for p in labeler.parameters()}
+    if dtypes != {torch.float32}:
+        raise ConfigError(f"ONNX export needs fp32 weights (found {sorted(map(str, dtypes))}); "
+                          f"export_onnx converts a saved labeler itself")
+    if labeler.placement.device.type != "cpu":
+        raise ConfigError("export a labeler placed on the CPU")
+    labeler.eval()
+    graph = _Graph.module(labeler)
+    example = _example(labeler)
+    B, T, R, W = Dim("batch"), Dim("length"), Dim("reads"), Dim("words")
+    rows = {0: B, 1: T}
+    dynamic = {"input_ids": rows, "attention_mask": rows, "position_ids": rows,
+               "read_batch": {0: R}, "read_pos": {0: R}, "read_word": {0: R},
+               "read_weight": {0: R}, "words": {0: W}}
+    weight_bytes = sum(p.numel() * p.element_size() for p in labeler.parameters())
+    external = weight_bytes > EXTERNAL_DATA_BYTES
+    out_dir = Path(out_dir)
+    start = time.perf_counter()
+    with atomic_dir(out_dir) as tmp, quiet_transformers(), torch.no_grad(), _quiet_exporter():
+        model_path = tmp / MODEL_FILE
+        try:
+            torch.onnx.export(graph, _feeds(example), str(model_path), input_names=list(INPUTS),
+                              output_names=list(OUTPUTS), dynamic_shapes=dynamic,
+                              opset_version=opset, dynamo=True, external_data=external,
+                              optimize=True, verify=False, report=False, verbose=False)
+        except Exception as err:  # noqa: BLE001 - the exporter raises many types
+            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+            raise ModelError(f"torch.onnx.export failed for {labeler.config.model} "
+                             f"({type(err).__name__}: {first})") from err
+        seconds = time.perf_counter() - start
+        labeler.tokenizer.save_pretrained(str(tmp / "tokenizer"))
+        info = labeler.backbone_info
+        if total_layers:
+            info = dataclasses.replace(info, total_layers=int(total_layers))
+        write_json(tmp / "config.json", {"seqrep_version": seqrep.__version__,
+                                         "total_layers": info.total_layers,
+                                         "labeler": labeler.config.to_dict()})
+        files = sorted(p.name for p in tmp.iterdir() if p.name.startswith(MODEL_FILE))
+        meta: dict[str, Any] = {
+            "format": "seqrep-onnx", "format_version": FORMAT_VERSION,
+            "seqrep_version": seqrep.__version__, "opset": opset,
+            "exporter": "torch.onnx.export(dynamo=True): torch.export non-strict + onnxscript",
+            "versions": _versions(), "source": source or info.source,
+            "model_file": MODEL_FILE, "files": {name: sha256(tmp / name) for name in files},
+            "sha256": sha256(model_path), "dtype": "float32",
+            "inputs": {"input_ids": ["batch", "length"], "attention_mask": ["batch", "length"],
+                       "position_ids": ["batch", "length"], "read_batch": ["reads"],
+                       "read_pos": ["reads"], "read_word": ["reads"],
+                       "read_weight": ["reads"], "words": ["words"]},
+            "input_note": "words: any float32 tensor of shape (W,), W the batch's word count",
+            "outputs": {"logits": ["words", "labels"], "states": ["words", "hidden"]},
+            "backbone": {"source": info.source, "total_layers": info.total_layers,
+                         "num_layers": info.num_layers, "hidden_size": info.hidden_size,
+                         "pad_id": info.pad_id, "is_encoder": info.is_encoder},
+            "unmasked_layers": list(labeler.layers_unmasked),
+            "labeler": labeler.config.to_dict(), "export_seconds": round(seconds, 2),
+        }
+        if check:
+            from seqrep.export.runtime import OnnxLabeler
+
+            onnx_labeler = OnnxLabeler.from_folder_parts(model_path, labeler.tokenizer,
+                                                         labeler.config, meta)
+            result = parity(labeler, onnx_labeler, check_sentences(labeler))
+            meta["check"] = {**result, "tolerance": tolerance}
+            del onnx_labeler
+            # refused on the logits only: a greedy tag may flip on a near tie within tolerance
+            if not math.isfinite(result["max_abs_logit_diff"]) or \
+                    result["max_abs_logit_diff"] > tolerance:
+                raise ModelError(
+                    f"the ONNX graph does not compute what PyTorch does (largest logit "
+                    f"difference {result['max_abs_logit_diff']:.3g}, tolerance {tolerance:g}, "
+                    f"same greedy tags: {result['same_argmax']}; unmask="
+                    f"{labeler.config.unmask}); nothing was written")
+        write_json(tmp / META_FILE, meta)
+    return out_dir
+
+
+def export_onnx(labeler_dir: str | Path, out_dir: str | Path, opset: int = DEFAULT_OPSET,
+                trust_remote_code: bool = False, check: bool = True,
+                tolerance: float = TOLERANCE) -> Path:
+    """Export a saved labeler (or a run folder's best model) to ONNX.
+
+    Args:
+        labeler_dir: a labeler folder or a run folder.
+        out_dir: the folder to write (replaced atomically).
+        opset: the ONNX opset (default 18).
+        trust_remote_code: run code shipped with the backbone (the caller's decision).
+        check: label fixed sentences with ONNX Runtime and PyTorch and refuse the export if
+            a logit differs by more than ``tolerance``.
+
+    Returns:
+        ``out_dir``; :meth:`OnnxLabeler.from_pretrained` loads it without a torch model.
+    """
+    require_onnx("onnx", "onnxscript", "onnxruntime")
+    from seqrep.model.labeler import SequenceLabeler
+
+    labeler = SequenceLabeler.from_pretrained(labeler_dir, trust_remote_code, "cpu", "fp32")
+    if hasattr(labeler.backbone, "merge_and_unload"):  # LoRA: fold the adapter in
+        labeler.backbone = labeler.backbone.merge_and_unload()
+    labeler.float()
+    return export_labeler(labeler, out_dir, opset, check, tolerance, str(labeler_dir),
+                          _saved_total_layers(labeler_dir))
+
+
+def _saved_total_layers(labeler_dir: str | Path) -> int | None:
+    import json
+
+    from seqrep.model.io import model_dir
+
+    try:
+        data = json.loads((model_dir(Path(labeler_dir)) / "config.json").read_text("utf-8"))
+        return int(data["total_layers"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
