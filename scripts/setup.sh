@@ -13,7 +13,7 @@ python -m pip install -q torch==2.13.0
 # no cached wheel fails to build it: build it here, in the venv, with setuptools_scm installed
 python -m pip install -q setuptools wheel setuptools_scm==10.3.4
 python -m pip install -q --no-build-isolation seqeval==1.2.2
-python -m pip install -q -e ".[dev,serve,spacy]"
+python -m pip install -q -e ".[dev,serve,spacy,onnx]"
 # Debian's chromium for the web page's browser test (skipped without it); never fails setup
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \

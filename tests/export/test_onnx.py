@@ -234,3 +234,22 @@ def test_int8_variant(exported, tmp_path: Path) -> None:
     a, b = fp32.word_logits(SENTENCES), q.word_logits(SENTENCES, 2)
     diff = _max_diff(a, b)
     assert 0 < diff < 0.05
+
+
+def test_predict_runs_on_onnx(exported, tmp_path: Path) -> None:
+    """`seqrep predict --runtime onnx` on an export folder: the same sentences, tags and spans
+    as the torch labeler it came from."""
+    from typer.testing import CliRunner
+
+    from seqrep.cli.app import app
+
+    saved, out = exported("llama")
+    runner = CliRunner()
+    text = "Obama visited Paris. Maria left Tokyo 🙂 today!"
+    a = runner.invoke(app, ["predict", str(saved), text, "--runtime", "torch"])
+    b = runner.invoke(app, ["predict", str(out), text, "--runtime", "onnx"])
+    assert a.exit_code == 0 and b.exit_code == 0, b.output
+    ra, rb = json.loads(a.stdout), json.loads(b.stdout)
+    assert ra["sentences"] == rb["sentences"]
+    assert [(s["start"], s["end"], s["label"]) for s in ra["spans"]] == [
+        (s["start"], s["end"], s["label"]) for s in rb["spans"]]

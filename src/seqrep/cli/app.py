@@ -19,7 +19,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so that `seqrep --help` stays fast and each command owns its module.
-    from seqrep.cli import data, evaluate, experiments, models, predict, serve, train
+    from seqrep.cli import data, evaluate, experiments, export, models, predict, serve, train
 
     app.add_typer(data.app, name="data")
     app.command("models")(models.models)
@@ -27,6 +27,7 @@ def _register() -> None:
     app.command("evaluate")(evaluate.evaluate)
     app.command("score")(evaluate.score)
     app.command("predict")(predict.predict)
+    app.command("export")(export.export)
     app.command("grid")(experiments.grid)
     app.command("report")(experiments.report)
     app.command("bench")(experiments.bench)

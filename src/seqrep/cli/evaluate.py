@@ -49,6 +49,8 @@ def _params() -> list:
         p("precision", str, typer.Option("auto", "--precision",
                                          help="auto (bf16 on GPUs, fp32 on CPUs), fp32, bf16 "
                                               "or fp16")),
+        p("runtime", str, typer.Option("auto", "--runtime", help="torch, onnx, onnx-int8 or "
+                                       "auto (onnx for a seqrep export folder)")),
         p("as_json", bool, typer.Option(False, "--json", help="print JSON (fractions 0..1)")),
         p("quiet", bool, typer.Option(False, "--quiet", "-q", help="no progress bar")),
     ] + config_params(ReaderConfig)
@@ -61,14 +63,14 @@ def evaluate_command(values: dict[str, Any]) -> None:
     from seqrep.data.datasets import holds_one_split
     from seqrep.evaluate import check_labels
     from seqrep.evaluate import evaluate as run_eval
-    from seqrep.model.labeler import SequenceLabeler
+    from seqrep.export import load_labeler
 
     reader = ReaderConfig(**config_values(ReaderConfig, values))
     dataset, split = values["dataset"], values["split"]
     if split is None:
         split = "train" if holds_one_split(dataset) else "test"
-    labeler = SequenceLabeler.from_pretrained(values["run"], values["trust_remote_code"],
-                                              values["device"], values["precision"])
+    labeler = load_labeler(values["run"], values["runtime"], values["trust_remote_code"],
+                           values["device"], values["precision"])
     corpus = load_corpus(dataset, split, reader.format, **reader.options())
     gold = check_labels([s for s in corpus.sentences if len(s)], labeler.config.labels,
                         corpus.name or dataset, parse_label_map(values["label_map"]),

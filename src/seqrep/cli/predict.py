@@ -55,6 +55,8 @@ def predict(
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N or mps"),
     precision: str = typer.Option("auto", "--precision",
                                   help="auto (bf16 on GPUs, fp32 on CPUs), fp32, bf16 or fp16"),
+    runtime: str = typer.Option("auto", "--runtime", help="torch, onnx, onnx-int8 or auto "
+                                "(onnx for a seqrep export folder)"),
 ) -> None:
     """Print one JSON line per input line (spans with character offsets), or CoNLL columns.
 
@@ -65,7 +67,7 @@ def predict(
     #hashtags kept whole).
     """
     from seqrep.errors import ConfigError
-    from seqrep.model.labeler import SequenceLabeler
+    from seqrep.export import load_labeler
     from seqrep.predict import predict_text, to_conll
 
     if output_format not in ("jsonl", "conll"):
@@ -79,7 +81,7 @@ def predict(
 
         from seqrep.stream import predict_file, stderr_progress
 
-        labeler = SequenceLabeler.from_pretrained(run, trust_remote_code, device, precision)
+        labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
         state = PartialState(cpu=labeler.placement.device.type == "cpu")
         n = predict_file(labeler, input, output, decoding, batch_size,
                          progress=stderr_progress() if state.is_main_process else None,
@@ -101,7 +103,7 @@ def predict(
         except UnicodeEncodeError:
             raise ConfigError("TEXT is not valid UTF-8; pass it in a file with --input") from None
         texts = [text]
-    labeler = SequenceLabeler.from_pretrained(run, trust_remote_code, device, precision)
+    labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
     for record in predict_text(labeler, texts, decoding, batch_size, pretokenized=words):
         if output_format == "conll":
             sys.stdout.write(to_conll(record))

@@ -25,6 +25,8 @@ def serve(
         None, "--threads", help="torch CPU threads for the model (default: the cores less one, "
         "at least 1: the event loop keeps a core, so the model's threads never wait for it)"),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level"),
+    runtime: str = typer.Option("auto", "--runtime", help="torch, onnx, onnx-int8 or auto "
+                                "(onnx for a seqrep export folder)"),
 ) -> None:
     """Serve RUN over HTTP: POST /v1/label, POST /v1/hf (Hugging Face token classification),
     GET /health, /v1/model, /metrics, a web page at / and the OpenAPI page at /docs.
@@ -61,5 +63,5 @@ def serve(
                         level=getattr(logging, log_level.upper(), logging.INFO))
     settings = ServeSettings(max_batch_tokens, max_wait_ms, max_text_chars, max_texts,
                              max_queue)
-    app = create_app(run, settings=settings)  # a folder that is no labeler fails here
+    app = create_app(run, settings=settings, runtime=runtime)  # a non-labeler fails here
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)

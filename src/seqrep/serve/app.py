@@ -84,6 +84,8 @@ def _error(status: int, kind: str, message: str, headers: dict | None = None,
 class _State:
     """What one app serves: the labeler (once loaded), its config, batcher and metrics."""
 
+    runtime = "auto"  # torch, onnx or onnx-int8 (see seqrep.export.load_labeler)
+
     def __init__(self, source: str, config: LabelerConfig | None,
                  labeler: SequenceLabeler | None, settings: ServeSettings) -> None:
         self.source, self.config, self.labeler = source, config, labeler
@@ -97,10 +99,10 @@ class _State:
         """Load the model (if not given) and start the batcher; runs in a thread."""
         try:
             if self.labeler is None:
-                from seqrep.model.labeler import SequenceLabeler
+                from seqrep.export import load_labeler
 
                 t = time.perf_counter()
-                self.labeler = SequenceLabeler.from_pretrained(run_dir)  # type: ignore[arg-type]
+                self.labeler = load_labeler(run_dir, self.runtime)
                 log.info("model %s loaded in %.1f s", self.source, time.perf_counter() - t)
             self.labeler.eval()
             self.config = self.labeler.config
@@ -274,7 +276,7 @@ class _BodyLimit:
 
 # ----------------------------------------------------------------------------- the app
 def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | None = None,
-               settings: ServeSettings | None = None) -> FastAPI:
+               settings: ServeSettings | None = None, runtime: str = "auto") -> FastAPI:
     """The FastAPI application serving a saved labeler.
 
     Args:
@@ -282,6 +284,7 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
             startup (``/health`` answers 503 until it is ready).
         labeler: an already loaded labeler instead (tests, embedding in a program).
         settings: limits and batching.
+        runtime: torch, onnx, onnx-int8 or auto (see :func:`seqrep.export.load_labeler`).
     """
     if run_dir is None and labeler is None:
         raise ValueError("give run_dir or labeler")
@@ -293,6 +296,7 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
         config = read_config(Path(run_dir))  # fails now, with one line, if not a labeler
     source = str(run_dir) if run_dir is not None else config.model
     state = _State(source, config, labeler, settings)
+    state.runtime = runtime
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
