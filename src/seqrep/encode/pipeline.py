@@ -13,9 +13,11 @@ row), so their batches cannot drift apart.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import torch
 
 from seqrep.encode.align import WordTokenizer, label_ids
 from seqrep.encode.batch import Batch, collate, length_batches
@@ -110,3 +112,26 @@ class Encoder:
         for idx in self.plan(items, batch_size, max_tokens):
             members = [items[j] for j in idx]
             yield self.collate(members), members
+
+
+def per_sentence(sentences: Sequence[Sequence[str]],
+                 outputs: Iterable[tuple[torch.Tensor, Sequence[Item]]]) -> list[torch.Tensor]:
+    """Reassemble per-batch ``(W, ...)`` word rows into one ``(words, ...)`` tensor per
+    sentence, in input order (a sentence with no words gets an empty tensor).
+
+    Args:
+        sentences: the sentences the batches were built from.
+        outputs: ``(rows, items)`` per batch: the rows of its words, in item order.
+    """
+    out: list[torch.Tensor | None] = [None] * len(sentences)
+    for rows, items in outputs:
+        k = 0
+        for it in items:
+            words = it.segment.words
+            if out[it.sentence] is None:
+                out[it.sentence] = rows.new_zeros((len(sentences[it.sentence]),)
+                                                  + rows.shape[1:])
+            out[it.sentence][list(words)] = rows[k : k + len(words)]
+            k += len(words)
+    shape = next((o.shape[1:] for o in out if o is not None), ())
+    return [o if o is not None else torch.zeros((0, *shape)) for o in out]

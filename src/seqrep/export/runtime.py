@@ -20,7 +20,7 @@ import torch
 
 from seqrep.config import LabelerConfig
 from seqrep.encode.batch import MAX_TOKENS, Batch
-from seqrep.encode.pipeline import Encoder, Item
+from seqrep.encode.pipeline import Encoder, Item, per_sentence
 from seqrep.encode.repeat import Segment
 from seqrep.errors import ConfigError, ModelError
 from seqrep.export import META_FILE, require_onnx
@@ -224,19 +224,8 @@ class OnnxLabeler:
                   max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
         """Run ``fn`` (a batch -> ``(W, ...)`` rows) over ``sentences`` and reassemble one
         ``(words, ...)`` tensor per sentence, in input order (as SequenceLabeler does)."""
-        out: list[torch.Tensor | None] = [None] * len(sentences)
-        for batch, items in self.batches(sentences, batch_size, max_tokens):
-            rows = fn(batch)
-            k = 0
-            for it in items:
-                words = it.segment.words
-                if out[it.sentence] is None:
-                    out[it.sentence] = rows.new_zeros((len(sentences[it.sentence]),)
-                                                      + rows.shape[1:])
-                out[it.sentence][list(words)] = rows[k : k + len(words)]
-                k += len(words)
-        shape = next((o.shape[1:] for o in out if o is not None), ())
-        return [o if o is not None else torch.zeros((0, *shape)) for o in out]
+        return per_sentence(sentences, ((fn(batch), items) for batch, items in
+                                        self.batches(sentences, batch_size, max_tokens)))
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
                     max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:

@@ -24,7 +24,7 @@ from torch import nn
 
 from seqrep.config import LabelerConfig
 from seqrep.encode.batch import MAX_TOKENS, Batch
-from seqrep.encode.pipeline import Encoder, Item
+from seqrep.encode.pipeline import Encoder, Item, per_sentence
 from seqrep.encode.repeat import Segment
 from seqrep.errors import ConfigError
 from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone
@@ -216,20 +216,10 @@ class SequenceLabeler(nn.Module):
         Dropout is off inside (the module's own training flag is left as it is, so a pass
         from another thread never flips it).
         """
-        out: list[torch.Tensor | None] = [None] * len(sentences)
         with _inference(self):
-            for batch, items in self.batches(sentences, batch_size, max_tokens):
-                rows = fn(batch.to(self.device)).cpu()  # (W, ...): decoders read CPU tensors
-                k = 0
-                for it in items:
-                    words = it.segment.words
-                    if out[it.sentence] is None:
-                        out[it.sentence] = rows.new_zeros((len(sentences[it.sentence]),)
-                                                          + rows.shape[1:])
-                    out[it.sentence][list(words)] = rows[k : k + len(words)]
-                    k += len(words)
-        shape = next((o.shape[1:] for o in out if o is not None), ())
-        return [o if o is not None else torch.zeros((0, *shape)) for o in out]
+            return per_sentence(sentences, (
+                (fn(batch.to(self.device)).cpu(), items)  # decoders read CPU tensors
+                for batch, items in self.batches(sentences, batch_size, max_tokens)))
 
     def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
                     max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
