@@ -126,3 +126,14 @@ def write_corpus(path: Path, n: int, seed: int = 0) -> Path:
         lines += [f"{w} {t}" for w, t in zip(words, tags)] + [""]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def train_configs(model: str, corpus: tuple[str, str], finetune: str = "full", **train_kw):
+    """The training tests' configs: r=1, exit at 3, 3 epochs of batches of 8, fast rates."""
+    from seqrep.config import LabelerConfig, TrainConfig
+
+    lab = LabelerConfig(model=model, repetitions=1, finetune=finetune, exit_layer=3)
+    kw = dict(dataset=corpus[0], test_split=corpus[1], epochs=3, batch_size=8, lr=3e-3,
+              head_lr=1e-2, seed=7)
+    kw.update(train_kw)
+    return lab, TrainConfig(**kw)

@@ -8,28 +8,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from support import write_corpus
+from support import train_configs as configs
 
-from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.config import LabelerConfig
 from seqrep.data.splits import load_data
 from seqrep.errors import SeqrepError
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.train import train
 from seqrep.train.loop import Trainer
-
-
-@pytest.fixture()
-def corpus(tmp_path: Path) -> tuple[str, str]:
-    return (str(write_corpus(tmp_path / "train.txt", 60)),
-            str(write_corpus(tmp_path / "test.txt", 12, seed=1)))
-
-
-def configs(model: str, corpus: tuple[str, str], finetune: str = "full", **train_kw):
-    lab = LabelerConfig(model=model, repetitions=1, finetune=finetune, exit_layer=3)
-    kw = dict(dataset=corpus[0], test_split=corpus[1], epochs=3, batch_size=8, lr=3e-3,
-              head_lr=1e-2, seed=7)
-    kw.update(train_kw)
-    return lab, TrainConfig(**kw)
 
 
 def log_of(out: Path) -> list[dict]:

@@ -8,25 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from support import write_corpus
+from support import train_configs as configs
 
-from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.train import train
-
-
-@pytest.fixture()
-def corpus(tmp_path: Path) -> tuple[str, str]:
-    return (str(write_corpus(tmp_path / "train.txt", 60)),
-            str(write_corpus(tmp_path / "test.txt", 12, seed=1)))
-
-
-def configs(model: str, corpus: tuple[str, str], finetune: str = "full", **train_kw):
-    lab = LabelerConfig(model=model, repetitions=1, finetune=finetune, exit_layer=3)
-    kw = dict(dataset=corpus[0], test_split=corpus[1], epochs=3, batch_size=8, lr=3e-3,
-              head_lr=1e-2, seed=7)
-    kw.update(train_kw)
-    return lab, TrainConfig(**kw)
 
 
 def test_training_lowers_loss_and_writes_a_run(tiny, corpus, tmp_path: Path) -> None:
