@@ -253,7 +253,7 @@ def test_no_user_input_gets_a_500(client) -> None:
 def test_health_503_until_loaded(labeler_dir, labeler, monkeypatch, gate, serving) -> None:
     from seqrep.model.labeler import SequenceLabeler
 
-    def slow_load(path):  # noqa: ANN001, ANN202
+    def slow_load(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         gate.wait(30)
         return labeler
 
@@ -282,7 +282,7 @@ def test_health_503_until_loaded(labeler_dir, labeler, monkeypatch, gate, servin
 def test_load_failure_reported_by_health(labeler_dir, monkeypatch, serving) -> None:
     from seqrep.model.labeler import SequenceLabeler
 
-    def broken(path):  # noqa: ANN001, ANN202
+    def broken(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         raise OSError("weights unreadable")
 
     monkeypatch.setattr(SequenceLabeler, "from_pretrained", staticmethod(broken))

@@ -84,7 +84,8 @@ def matmul_ceiling(model: str, tokens: int, threads: int | None,
     if threads:
         torch.set_num_threads(threads)
     lab = SequenceLabeler.from_model(model, labels=["O"], finetune="frozen")
-    rates = {f"{tokens}x{k}x{n}": round(matmul_gflops(tokens, k, n, repeats, precision), 1)
+    # three significant digits: a tiny test shape on a loaded CPU must not round to 0
+    rates = {f"{tokens}x{k}x{n}": float(f"{matmul_gflops(tokens, k, n, repeats, precision):.3g}")
              for k, n in linear_shapes(lab.backbone)}
     return {"gflops": max(rates.values()), "shapes": rates}
 
