@@ -24,7 +24,6 @@ import asyncio
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import time
@@ -34,14 +33,9 @@ from typing import Any
 import httpx
 
 from seqrep.data import load_corpus
+from seqrep.serve.local import free_port, wait_healthy
 
 HOST = "127.0.0.1"  # the only address this script ever sends to
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 def _percentiles(values: list[float]) -> dict[str, float]:
@@ -260,7 +254,7 @@ def main() -> None:
 
     corpus = load_corpus("conll2003", "test")
     sentences = [list(s.words) for s in corpus.sentences if s.words][: args.requests]
-    port = _free_port()
+    port = free_port(HOST)
     base = f"http://{HOST}:{port}"
     cmd = [sys.executable, "-c", "from seqrep.cli.app import main; main()", "serve", args.run,
            "--host", HOST, "--port", str(port), "--max-batch-tokens",
@@ -269,15 +263,8 @@ def main() -> None:
     server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         start = time.monotonic()
-        while True:
-            try:
-                if httpx.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if server.poll() is not None or time.monotonic() - start > 300:
-                raise SystemExit(f"server did not start: {server.stderr.read()}")
-            time.sleep(0.2)
+        if not wait_healthy(base, 300, alive=lambda: server.poll() is None, interval=0.2):
+            raise SystemExit(f"server did not start: {server.stderr.read()}")
         load_s = time.monotonic() - start
         result = asyncio.run(bench(args, base, sentences))
     finally:

@@ -13,7 +13,6 @@ import fcntl
 import json
 import os
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -161,36 +160,23 @@ class Chrome:
         os.close(self._cmd_w)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(labeler):
     """A real uvicorn server on 127.0.0.1 and a free port, in a thread."""
     import uvicorn
 
     from seqrep.serve.app import ServeSettings, create_app
+    from seqrep.serve.local import free_port, wait_healthy
 
     app = create_app(labeler=labeler, settings=ServeSettings(max_text_chars=2000))
-    port = _free_port()
+    port = free_port()
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                         lifespan="on"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"
-    end = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(base + "/health", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > end:
-            raise TimeoutError("server did not start")
-        time.sleep(0.05)
+    if not wait_healthy(base, 60, interval=0.05):
+        raise TimeoutError("server did not start")
     yield base
     srv.should_exit = True
     thread.join(30)

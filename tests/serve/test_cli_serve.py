@@ -4,7 +4,6 @@ and, on SIGTERM, finishes the request it is computing before it exits."""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -15,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from seqrep.cli.app import app
+from seqrep.serve.local import free_port, wait_healthy
 
 pytest.importorskip("uvicorn", reason="the serve extra is not installed")
 httpx = pytest.importorskip("httpx", reason="the serve extra is not installed")
@@ -44,30 +44,16 @@ def test_bad_option_value(labeler_dir: Path) -> None:
     assert out.returncode == 2 and "--max-texts 0" in out.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_serves_and_sigterm_finishes_the_open_request(labeler_dir: Path, texts) -> None:
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen(SEQREP + ["serve", str(labeler_dir), "--port", str(port),
                                       "--max-wait-ms", "0", "--max-batch-tokens", "64"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        end = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > end:
-                proc.kill()
-                raise AssertionError(f"server did not start:\n{proc.communicate()[0]}")
-            time.sleep(0.1)
+        if not wait_healthy(base, 120, alive=lambda: proc.poll() is None):
+            proc.kill()
+            raise AssertionError(f"server did not start:\n{proc.communicate()[0]}")
         r = httpx.post(base + "/v1/label", json={"text": texts[0]}, timeout=60)
         assert r.status_code == 200 and r.json()["results"][0]["spans"]
         # a request of many small batches (64 padded tokens each), then SIGTERM while it runs
