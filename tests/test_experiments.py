@@ -58,6 +58,21 @@ def test_grid_runs_records_and_skips_finished(tiny, tmp_path: Path) -> None:
     assert len(read_records(tmp_path / "runs" / "results.jsonl")) == 4
 
 
+def test_grid_goes_seed_by_seed_and_in_pieces(tmp_path: Path) -> None:
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({
+        "output": "runs", "models": ["m"], "datasets": ["d"], "seeds": [3, 1],
+        "labeler": {"finetune": "frozen"}, "strategies": [{"repetitions": [0, 1]}]}))
+    lines: list[str] = []
+    planned = run_grid(grid, dry_run=True, echo=lines.append)
+    assert [s["name"].split("-s")[-1][0] for s in planned] == ["3", "3", "1", "1"]
+    assert [s["name"].split("-r")[1][0] for s in planned] == ["0", "1", "0", "1"]
+    piece = run_grid(grid, dry_run=True, echo=lines.append, max_runs=3)
+    assert [s["run_id"] for s in piece] == [s["run_id"] for s in planned]
+    assert sum(line.startswith("  would run") for line in lines) == 4 + 3
+    assert "4 to run, 3 now" in lines[-4]
+
+
 def _record(f1: float, seed: int, r: int = 1, dataset: str = "conll2003",
             exit_layer: int | None = 20) -> dict:
     return {"run_id": f"x{seed}{r}{exit_layer}", "kind": "run",
@@ -252,3 +267,50 @@ def test_report_rows_are_settings_not_just_strategies() -> None:
                rec(1, 1e-4, "a/train.txt"), rec(1, 5e-5, "b/train.txt")]
     rows = group(records)
     assert sorted(r["seeds"] for r in rows) == [[1], [1], [1, 2]]
+
+
+def test_auto_exit_runs_sit_beside_the_fixed_layers(tmp_path: Path) -> None:
+    """A run with exit_layer=auto shows the layer its sweep chose, and the comparison table
+    says whether that layer is the grid's best fine-tuned one."""
+    recs = [_record(f1, seed, r=1, exit_layer=layer)
+            for layer, f1s in ((10, (50.0, 52.0)), (20, (67.0, 68.0)), (30, (55.0, 56.0)))
+            for seed, f1 in zip((1, 2), f1s)]
+    for seed, f1 in ((1, 66.0), (2, 69.0)):
+        auto = _record(f1, seed, r=1, exit_layer="auto")
+        auto["run_id"] += "auto"
+        auto["metrics"]["exit_layer"] = 20
+        recs.append(auto)
+    rows = group(recs)
+    (auto_row,) = [r for r in rows if r["auto_exit"]]
+    assert auto_row["exit_layer"] == 20 and auto_row["seeds"] == [1, 2]
+    assert "| 20 (auto) |" in markdown(rows)
+    from seqrep.lab.exit_choice import auto_exit_markdown, auto_exit_rows
+
+    (cmp,) = auto_exit_rows(rows)
+    assert cmp["layers"] == [10, 20, 30] and cmp["best_test_layer"] == 20
+    assert cmp["auto_f1"] == pytest.approx(67.5) and cmp["chosen_f1"] == pytest.approx(67.5)
+    assert "| 20 | 67.50 | 2 | 10, 20, 30 | 20 (67.50) | 20 | yes |" in auto_exit_markdown(
+        [cmp])
+    # the auto rows stay out of the depth pairing's "deepest layer" and out of the plots
+    depth = {r["exit_layer"]: r for r in paired(recs, "depth") if not r["auto_exit"]}
+    assert depth[20]["baseline"]["exit_layer"] == 30
+    store = tmp_path / "a.jsonl"
+    other = tmp_path / "b.jsonl"
+    for rec in recs[:6]:
+        append_record(store, rec)
+    for rec in recs[6:]:
+        append_record(other, rec)
+    text = report([store, other], tmp_path / "out").read_text()  # two stores read together
+    assert "`--exit-layer auto` picks" in text and "| 20 (auto) |" in text
+
+
+def test_report_shows_the_learning_rate_of_each_setting() -> None:
+    recs = []
+    for lr, f1 in ((5e-5, 40.0), (2e-4, 60.0)):
+        rec = _record(f1, 1, r=0, exit_layer=None)
+        rec["run_id"] += str(lr)
+        rec["config"]["train"]["lr"] = lr
+        recs.append(rec)
+    md = markdown(group(recs))
+    assert "| smollm2-135m | full | 5e-05 | 0 |" in md
+    assert "| smollm2-135m | full | 0.0002 | 0 |" in md

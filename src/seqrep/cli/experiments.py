@@ -11,18 +11,22 @@ from seqrep.lab.bench import BenchConfig
 
 
 def grid(config: Path = typer.Argument(..., help="grid file (YAML)"),
-         dry_run: bool = typer.Option(False, "--dry-run", help="list the runs, run nothing")
+         dry_run: bool = typer.Option(False, "--dry-run", help="list the runs, run nothing"),
+         max_runs: int | None = typer.Option(None, "--max-runs", min=1,
+                                             help="run at most N unfinished runs (a piece of "
+                                                  "the grid; the next call goes on)")
          ) -> None:
     """Run every model x dataset x strategy x seed of a grid not yet in its results store."""
     from seqrep.lab.grid import run_grid
 
-    statuses = run_grid(config, dry_run=dry_run, echo=typer.echo)
+    statuses = run_grid(config, dry_run=dry_run, echo=typer.echo, max_runs=max_runs)
     done = sum(s["status"] == "done" for s in statuses)
     typer.echo(f"{done} run(s) finished now, "
                f"{sum(s['status'] == 'skipped' for s in statuses)} skipped")
 
 
-def report(results: Path = typer.Argument(..., help="results store (JSONL)"),
+def report(results: list[Path] = typer.Argument(..., help="results stores (JSONL), read "
+                                                          "together"),
            out: Path = typer.Option(Path("report"), "--out", help="folder for results.md and "
                                                                   "plots"),
            bench: Path | None = typer.Option(None, "--bench", help="bench JSON to plot too"),

@@ -35,8 +35,9 @@ def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[di
         speed = _speed(r, bench)
         if speed is None:
             continue
-        points.append({k: r[k] for k in ("dataset", "model", "finetune", "r", "unmask",
-                                         "exit_layer", "train_sentences")}
+        points.append({k: r.get(k) for k in ("dataset", "model", "finetune", "r", "unmask",
+                                             "exit_layer", "auto_exit", "lr",
+                                             "train_sentences")}
                       | {"f1": r["test_f1"]["mean"], "f1_std": r["test_f1"]["std"],
                          "seeds": len(r["seeds"]), "sentences_per_second": speed})
     by_ds: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -60,11 +61,14 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
            "Test F1 (mean over seeds) against inference sentences/s measured by `seqrep "
            "bench` on the same machine; **bold**: Pareto-optimal (nothing else is at least as "
            "accurate and as fast).", "",
-           "| dataset | model | mode | r | exit layer | train sents | test F1 | seeds "
-           "| sentences/s | Pareto |", "|---|---|---|---|---|---|---|---|---|---|"]
+           "| dataset | model | mode | lr | r | exit layer | train sents | test F1 | seeds "
+           "| sentences/s | Pareto |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    from seqrep.lab.report import layer_cell
+
     for p in points:
-        cells = [p["dataset"], p["model"], p["finetune"], str(p["r"]),
-                 str(p["exit_layer"] or "all"), str(p["train_sentences"] or "-"),
+        cells = [p["dataset"], p["model"], p["finetune"],
+                 "-" if p.get("lr") is None else f"{p['lr']:g}", str(p["r"]),
+                 layer_cell(p), str(p["train_sentences"] or "-"),
                  f"{p['f1']:.2f}", str(p["seeds"]), f"{p['sentences_per_second']:.1f}",
                  "yes" if p["pareto"] else ""]
         if p["pareto"]:
@@ -88,10 +92,14 @@ def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
         by_ds[p["dataset"]].append(p)
     for ds, ps in sorted(by_ds.items()):
         fig, ax = plt.subplots(figsize=(7, 4.5))
+        many_lr = {m for m in {p["model"] for p in ps}
+                   if len({p.get("lr") for p in ps if p["model"] == m}) > 1}
         for p in ps:
             ax.scatter(p["sentences_per_second"], p["f1"], s=60 if p["pareto"] else 25,
                        color="C3" if p["pareto"] else "C0", zorder=3)
-            ax.annotate(f"{p['model']} {p['finetune']} r={p['r']} L={p['exit_layer'] or 'all'}",
+            lr = f" lr={p['lr']:g}" if p["model"] in many_lr else ""
+            ax.annotate(f"{p['model']} {p['finetune']} r={p['r']} L={p['exit_layer'] or 'all'}"
+                        f"{lr}",
                         (p["sentences_per_second"], p["f1"]), fontsize=7,
                         xytext=(4, 3), textcoords="offset points")
         best = sorted((p for p in ps if p["pareto"]), key=lambda p: p["sentences_per_second"])

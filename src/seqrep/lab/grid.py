@@ -20,8 +20,10 @@ A grid file (YAML)::
 A run's identity is a hash of its full resolved configuration (:mod:`seqrep.lab.identity`);
 a run whose id is already in
 the results store is skipped, and a run folder left incomplete is resumed, so an interrupted
-grid continues where it stopped. Each run executes in a fresh process, which isolates its
-memory and gives its peak resident memory.
+grid continues where it stopped. Runs go seed by seed (every setting with the first seed,
+then every setting with the second, ...), so a grid run in pieces (``max_runs``) has one
+complete seed before it repeats any setting. Each run executes in a fresh process, which
+isolates its memory and gives its peak resident memory.
 """
 
 from __future__ import annotations
@@ -179,8 +181,16 @@ def execute(run: GridRun, folder: Path) -> dict[str, Any]:
             "peak_memory_mb": round(peak_mb, 1)}
 
 
-def run_grid(path: str | Path, dry_run: bool = False, echo: Any = print) -> list[dict[str, Any]]:
-    """Run every grid entry not yet in the results store.
+def run_grid(path: str | Path, dry_run: bool = False, echo: Any = print,
+             max_runs: int | None = None) -> list[dict[str, Any]]:
+    """Run every grid entry not yet in the results store, seed by seed.
+
+    Args:
+        path: the grid file.
+        dry_run: list what would run, run nothing.
+        echo: where progress lines go.
+        max_runs: run at most this many of the unfinished entries (the rest are ``planned``);
+            None runs them all.
 
     Returns:
         One ``{"name", "run_id", "status"}`` per run (``done``, ``skipped``, ``planned``).
@@ -192,15 +202,22 @@ def run_grid(path: str | Path, dry_run: bool = False, echo: Any = print) -> list
     runs = expand(spec)
     store = Path(spec["results"])
     finished = {r.get("run_id") for r in read_records(store)}
-    todo = [r for r in runs if r.run_id not in finished]
+    seeds = list(dict.fromkeys(r.train.seed for r in runs))
+    todo = sorted((r for r in runs if r.run_id not in finished),
+                  key=lambda r: seeds.index(r.train.seed))
     echo(f"{len(runs)} runs in the grid, {len(runs) - len(todo)} already in {store}, "
-         f"{len(todo)} to run")
+         f"{len(todo)} to run" + (f", {min(max_runs, len(todo))} now" if max_runs is not None
+                                  else ""))
     statuses = [{"name": r.name, "run_id": r.run_id, "status": "skipped"}
                 for r in runs if r.run_id in finished]
+    later = [{"name": r.name, "run_id": r.run_id, "status": "planned"}
+             for r in todo[max_runs:]] if max_runs is not None else []
+    todo = todo[:max_runs] if max_runs is not None else todo
     if dry_run:
         for r in todo:
             echo(f"  would run {r.name}")
-        return statuses + [{"name": r.name, "run_id": r.run_id, "status": "planned"} for r in todo]
+        return statuses + [{"name": r.name, "run_id": r.run_id, "status": "planned"}
+                           for r in todo] + later
     env = environment()
     for i, run in enumerate(todo, 1):
         folder = Path(spec["output"]) / run.name
@@ -218,4 +235,4 @@ def run_grid(path: str | Path, dry_run: bool = False, echo: Any = print) -> list
                                   "metrics": metrics, "environment": env,
                                   "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
         statuses.append({"name": run.name, "run_id": run.run_id, "status": "done"})
-    return statuses
+    return statuses + later

@@ -50,10 +50,14 @@ def strategy(record: dict[str, Any]) -> dict[str, Any]:
     lab, tr = record["config"]["labeler"], record["config"]["train"]
     probe = "probe_layers" in record["config"]
     exit_layer = record["metrics"].get("layer") if probe else lab.get("exit_layer")
+    auto = exit_layer == "auto"
+    if auto:  # the layer the run's probe sweep chose
+        exit_layer = record["metrics"].get("exit_layer")
     return {"rest": setting_hash(record["config"], VARIED),
             "model": Path(lab["model"]).name, "dataset": Path(tr["dataset"]).name,
             "finetune": "probe" if probe else lab["finetune"], "r": lab["repetitions"],
-            "unmask": lab["unmask"], "exit_layer": exit_layer,
+            "unmask": lab["unmask"], "exit_layer": exit_layer, "auto_exit": auto,
+            "lr": None if probe else tr.get("lr"),
             "train_sentences": record["metrics"].get("train_sentences"),
             "test_sentences": (record["metrics"].get("test") or {}).get("sentences"),
             "epochs": None if probe else tr["epochs"]}
@@ -90,6 +94,17 @@ def group(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def layer_cell(row: dict[str, Any]) -> str:
+    """A row's exit layer as a table shows it: ``20``, ``11 (auto)`` or ``all``."""
+    if row.get("auto_exit"):
+        return f"{row['exit_layer']} (auto)"
+    return str(row["exit_layer"] or "all")
+
+
+def _lr_cell(row: dict[str, Any]) -> str:
+    return "-" if row.get("lr") is None else f"{row['lr']:g}"
+
+
 def _test_f1_by_seed(recs: list[dict[str, Any]]) -> dict[int, float]:
     return {r["config"]["train"]["seed"]: 100 * r["metrics"]["test"]["f1"] for r in recs
             if r["metrics"].get("test")}
@@ -107,7 +122,8 @@ def _deepest_exit(row: dict[str, Any], keys: Iterable[tuple]) -> tuple | None:
     if row["exit_layer"] is None:
         return None
     same = [dict(k) for k in keys if dict(k)["exit_layer"] is not None
-            and {**dict(k), "exit_layer": None} == {**row, "exit_layer": None}]
+            and {**dict(k), "exit_layer": None, "auto_exit": False}
+            == {**row, "exit_layer": None, "auto_exit": False}]
     deepest = max(same, key=lambda r: r["exit_layer"])
     return None if deepest["exit_layer"] == row["exit_layer"] else _key(deepest)
 
@@ -162,7 +178,7 @@ def paired_markdown(rows: list[dict[str, Any]], against: str = "causal") -> str:
         b = r["baseline"]
         vs = f"L={b['exit_layer']}" if against == "depth" else f"r={b['r']}"
         out.append(f"| {r['dataset']} | {r['model']} | {r['r']} | {r['unmask']} | "
-                   f"{r['exit_layer'] or 'all'} | {vs} | {_fmt(r['diff'], sign=True)} | "
+                   f"{layer_cell(r)} | {vs} | {_fmt(r['diff'], sign=True)} | "
                    f"{_ci(r['diff'])} | {r['wins']} of {len(r['seeds'])} |")
     return "\n".join(out) + "\n"
 
@@ -189,19 +205,19 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         by_ds[r["dataset"]].append(r)
     for ds, rs in sorted(by_ds.items()):
         out += [f"### {ds}", "",
-                "| model | mode | r | unmask | exit layer | train / test sents | test F1 | 95% CI "
-                "| val F1 | seeds | train s |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]
+                "| model | mode | lr | r | unmask | exit layer | train / test sents | test F1 "
+                "| 95% CI | val F1 | seeds | train s |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rs:
-            out.append(f"| {r['model']} | {r['finetune']} | {r['r']} | {r['unmask']} | "
-                       f"{r['exit_layer'] or 'all'} | {r['train_sentences'] or '-'} / "
+            out.append(f"| {r['model']} | {r['finetune']} | {_lr_cell(r)} | {r['r']} | "
+                       f"{r['unmask']} | {layer_cell(r)} | {r['train_sentences'] or '-'} / "
                        f"{r['test_sentences'] or '-'} | "
                        f"{_fmt(r['test_f1'])} | {_ci(r['test_f1'])} | {_fmt(r['val_f1'])} | "
                        f"{len(r['seeds'])} | {_fmt(r['train_seconds'], 0)} |")
         out.append("")
     out += ["### Best setting per model and dataset (by mean test F1)", "",
-            "| dataset | model | mode | r | unmask | exit layer | test F1 |",
-            "|---|---|---|---|---|---|---|"]
+            "| dataset | model | mode | lr | r | unmask | exit layer | test F1 |",
+            "|---|---|---|---|---|---|---|---|"]
     best: dict[tuple, dict[str, Any]] = {}
     for r in rows:
         k = (r["dataset"], r["model"], r["finetune"] == "probe")
@@ -209,8 +225,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                 k not in best or r["test_f1"]["mean"] > best[k]["test_f1"]["mean"]):
             best[k] = r
     for (ds, model, _), r in sorted(best.items()):
-        out.append(f"| {ds} | {model} | {r['finetune']} | {r['r']} | {r['unmask']} | "
-                   f"{r['exit_layer'] or 'all'} | {_fmt(r['test_f1'])} |")
+        out.append(f"| {ds} | {model} | {r['finetune']} | {_lr_cell(r)} | {r['r']} | "
+                   f"{r['unmask']} | {layer_cell(r)} | {_fmt(r['test_f1'])} |")
     return "\n".join(out) + "\n"
 
 
@@ -224,19 +240,24 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
 
     made = []
     for ds in sorted({r["dataset"] for r in rows}):
-        rs = [r for r in rows if r["dataset"] == ds and r["test_f1"]["mean"] is not None]
+        rs = [r for r in rows if r["dataset"] == ds and r["test_f1"]["mean"] is not None
+              and not r.get("auto_exit")]
         tuned = [r for r in rs if r["finetune"] != "probe"]
         if tuned:
             fig, ax = plt.subplots(figsize=(6, 4))
             series: dict[tuple, list] = defaultdict(list)
             for r in tuned:
-                series[(r["model"], r["finetune"], r["unmask"], r["exit_layer"])].append(r)
-            for (model, ft, unmask, exit_layer), pts in sorted(series.items(), key=str):
+                series[(r["model"], r["finetune"], r["unmask"], r["exit_layer"],
+                        r.get("lr"))].append(r)
+            many_lr = {m for m in {k[0] for k in series}
+                       if len({k[4] for k in series if k[0] == m}) > 1}
+            for (model, ft, unmask, exit_layer, lr), pts in sorted(series.items(), key=str):
                 pts.sort(key=lambda r: r["r"])
                 ax.errorbar([p["r"] for p in pts], [p["test_f1"]["mean"] for p in pts],
                             yerr=[p["test_f1"]["std"] or 0 for p in pts], marker="o",
                             capsize=3,
-                            label=f"{model} {ft} unmask={unmask} L={exit_layer or 'all'}")
+                            label=f"{model} {ft} unmask={unmask} L={exit_layer or 'all'}"
+                                  + (f" lr={lr:g}" if model in many_lr else ""))
             ax.set(xlabel="repetitions r", ylabel="test F1 (%)", title=f"{ds}: F1 against r")
             ax.legend(fontsize=6)
             made.append(_save(fig, out / f"{ds}_f1_vs_r.png"))
@@ -248,8 +269,9 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
                 ax2.plot(ks, [k / (k + 2) for k in ks], "k--", label="p(k) = r/(r+2)")
                 lines: dict[tuple, list] = defaultdict(list)
                 for r in causal:
-                    lines[(r["model"], r["finetune"], r["exit_layer"] or 0)].append(r)
-                for (model, ft, layer), pts in sorted(lines.items(), key=str):
+                    lines[(r["model"], r["finetune"], r["exit_layer"] or 0,
+                           r.get("lr"))].append(r)
+                for (model, ft, layer, _), pts in sorted(lines.items(), key=str):
                     if len(pts) > 1:  # a line needs two values of r
                         pts.sort(key=lambda r: r["r"])
                         ax.plot([p["r"] for p in pts], [p["test_f1"]["mean"] for p in pts],
@@ -263,11 +285,11 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
         series = defaultdict(list)
         for r in rs:
             if r["exit_layer"]:
-                series[(r["model"], r["finetune"], r["unmask"], r["r"])].append(r)
+                series[(r["model"], r["finetune"], r["unmask"], r["r"], r.get("lr"))].append(r)
         series = {k: pts for k, pts in series.items() if len(pts) > 1}  # a line needs 2 layers
         if series:
             fig, ax = plt.subplots(figsize=(8.5, 4))
-            for (model, ft, unmask, rep), pts in sorted(series.items(), key=str):
+            for (model, ft, unmask, rep, _), pts in sorted(series.items(), key=str):
                 pts.sort(key=lambda r: r["exit_layer"])
                 probe = ft == "probe"  # probes thin and dashed, fine-tuned runs bold
                 ax.errorbar([p["exit_layer"] for p in pts], [p["test_f1"]["mean"] for p in pts],
@@ -335,12 +357,12 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def report(results: str | Path, out: str | Path, bench: str | Path | None = None,
-           notes: str | Path | None = None) -> Path:
-    """Write ``OUT/results.md`` and PNG plots from a results store; returns the Markdown path.
+def report(results: str | Path | list[str | Path], out: str | Path,
+           bench: str | Path | None = None, notes: str | Path | None = None) -> Path:
+    """Write ``OUT/results.md`` and PNG plots from results stores; returns the Markdown path.
 
     Args:
-        results: the results store (JSONL).
+        results: one results store (JSONL) or several, read together.
         out: output folder.
         bench: a ``seqrep bench --output`` JSON file whose cut-model rows are plotted.
         notes: Markdown placed above the generated tables.
@@ -348,7 +370,9 @@ def report(results: str | Path, out: str | Path, bench: str | Path | None = None
     import json
 
     out = Path(out)
-    records = [r for r in read_records(results) if r.get("kind", "run") == "run"]
+    stores = results if isinstance(results, list) else [results]
+    records = [r for store in stores for r in read_records(store)
+               if r.get("kind", "run") == "run"]
     rows = group(records)
     data = json.loads(Path(bench).read_text(encoding="utf-8")) if bench else {}
     bench_rows = [b for b in data.get("rows", []) if b.get("mode") == "cut"]
@@ -359,6 +383,10 @@ def report(results: str | Path, out: str | Path, bench: str | Path | None = None
         pairs = paired(records, against)
         if pairs:
             md += "\n" + paired_markdown(pairs, against)
+    from seqrep.lab.exit_choice import auto_exit_markdown, auto_exit_rows
+
+    auto = auto_exit_markdown(auto_exit_rows(rows))
+    md += "\n" + auto if auto else ""
     if data:
         md += "\n" + bench_markdown(data)
         from seqrep.lab.frontier import frontier, frontier_markdown, frontier_plots
