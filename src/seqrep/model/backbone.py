@@ -98,6 +98,7 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
             raise ModelError(f"exit_layer={exit_layer} but {name} has {total} layers "
                              f"(choose 1..{total})")
         cut_config(config, exit_layer)
+    attn_implementation = _attention_for(config, attn_implementation)
     if Path(source).is_dir() and not any(Path(source).glob("*.safetensors*")):
         raise ModelError(f"{source}: no safetensors weights (seqrep never unpickles "
                          f"pytorch_model.bin or other pickles, which can run code)")
@@ -122,6 +123,20 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
     info = BackboneInfo(source, is_encoder, total, len(layer_stack(model)),
                         int(model.config.hidden_size), pad_id)
     return Backbone(model, tokenizer, info)
+
+
+def _attention_for(config: Any, attn_implementation: str | None) -> str | None:
+    """``sdpa`` (the default) where the architecture has it, else its eager attention: some
+    encoders (MPNet) have no sdpa path, and the masks seqrep builds work with both."""
+    if attn_implementation != "sdpa":
+        return attn_implementation
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING
+
+    try:
+        cls = MODEL_MAPPING[type(config)]
+    except KeyError:
+        return attn_implementation
+    return attn_implementation if getattr(cls, "_supports_sdpa", True) else "eager"
 
 
 def _load_error(name: str, source: str, err: Exception) -> ModelError:
