@@ -78,7 +78,8 @@ def _record(f1: float, seed: int, r: int = 1, dataset: str = "conll2003",
     return {"run_id": f"x{seed}{r}{exit_layer}", "kind": "run",
             "config": {"labeler": {"model": "smollm2-135m", "repetitions": r, "unmask": "none",
                                    "exit_layer": exit_layer, "finetune": "full"},
-                       "train": {"dataset": dataset, "seed": seed, "epochs": 2}},
+                       "train": {"dataset": dataset, "seed": seed, "epochs": 2,
+                                 "lr": 5e-5}},
             "metrics": {"status": "finished", "validation": {"f1": f1 / 100 + 0.01},
                         "test": {"f1": f1 / 100}, "train_seconds": 60, "train_sentences": 1000}}
 
@@ -226,9 +227,11 @@ def test_frontier_marks_the_pareto_settings() -> None:
              {"model": "dec", "mode": "cut", "repetitions": 1, "exit_layer": 20,
               "sentences_per_second": 21.0},
              {"model": "enc", "mode": "encoder", "repetitions": 0, "exit_layer": None,
-              "sentences_per_second": 230.0}]
+              "sentences_per_second": 230.0},
+             {"model": "dec", "mode": "cut", "repetitions": 2, "exit_layer": 10,
+              "precision": "bf16", "sentences_per_second": 30.0}]
     points = {(p["model"], p["r"], p["exit_layer"]): p for p in frontier(rows, bench)}
-    assert (("dec", 2, 10)) not in points  # no speed measured: not on the plot
+    assert (("dec", 2, 10)) not in points  # no fp32 speed measured: not on the plot
     assert points[("enc", 0, None)]["pareto"]  # fastest
     assert points[("dec", 1, 10)]["pareto"]  # most accurate
     assert not points[("dec", 1, 20)]["pareto"]  # slower and worse than r=1 L=10
@@ -300,7 +303,18 @@ def test_auto_exit_runs_sit_beside_the_fixed_layers(tmp_path: Path) -> None:
         append_record(store, rec)
     for rec in recs[6:]:
         append_record(other, rec)
-    text = report([store, other], tmp_path / "out").read_text()  # two stores read together
+    bench = [tmp_path / f"bench{i}.json" for i in (1, 2)]
+    for path, layer in zip(bench, (20, 30)):
+        path.write_text(json.dumps({"config": {}, "rows": [
+            {"model": "smollm2-135m", "mode": "cut", "repetitions": 1, "exit_layer": layer,
+             "layers_computed": layer, "sentences_per_second": 600 / layer,
+             "tokens_per_second": 1.0, "latency_ms": 1.0, "padding_waste": 0.0,
+             "flops_per_sentence": 1e9, "peak_memory_mb": 1.0}]}))
+    # two stores and two bench files read together
+    text = report([store, other], tmp_path / "out", bench=bench).read_text()
+    assert text.count("### Inference benchmark") == 2
+    assert "| **conll2003** | **smollm2-135m** | **full** | **5e-05** | **1** | **20** |" in text
+    assert "| conll2003 | smollm2-135m | full | 5e-05 | 1 | 30 |" in text
     assert "`--exit-layer auto` picks" in text and "| 20 (auto) |" in text
 
 

@@ -29,14 +29,16 @@ def report(results: list[Path] = typer.Argument(..., help="results stores (JSONL
                                                           "together"),
            out: Path = typer.Option(Path("report"), "--out", help="folder for results.md and "
                                                                   "plots"),
-           bench: Path | None = typer.Option(None, "--bench", help="bench JSON to plot too"),
+           bench: list[Path] | None = typer.Option(None, "--bench",
+                                                   help="bench JSON to plot and place settings "
+                                                        "on the frontier (repeatable)"),
            notes: Path | None = typer.Option(None, "--notes",
                                              help="Markdown put at the top of results.md")
            ) -> None:
     """Markdown tables (mean, std, 95% CI over seeds), best settings and PNG plots."""
     from seqrep.lab.report import report as make
 
-    path = make(results, out, bench, notes)
+    path = make(results, out, bench or None, notes)
     typer.echo(f"wrote {path}")
 
 

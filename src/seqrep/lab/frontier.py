@@ -16,8 +16,8 @@ from typing import Any
 
 def _speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
     for b in bench:
-        if Path(str(b["model"])).name != row["model"]:
-            continue
+        if Path(str(b["model"])).name != row["model"] or (b.get("precision") or "fp32") != "fp32":
+            continue  # the frontier is drawn at the default precision (fp32 on this CPU)
         if b["mode"] == "encoder" or (b["mode"] == "cut" and b["repetitions"] == row["r"]
                                       and b["exit_layer"] == row["exit_layer"]):
             return float(b["sentences_per_second"])

@@ -303,11 +303,12 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
         fig, ax = plt.subplots(figsize=(6, 4))
         series = defaultdict(list)
         for b in bench:
-            series[(b["model"], b["repetitions"])].append(b)
-        for (model, rep), pts in sorted(series.items(), key=str):
+            series[(b["model"], b["repetitions"], b.get("precision") or "fp32")].append(b)
+        for (model, rep, precision), pts in sorted(series.items(), key=str):
             pts.sort(key=lambda b: b["exit_layer"])
             ax.plot([p["exit_layer"] for p in pts], [p["sentences_per_second"] for p in pts],
-                    marker="o", label=f"{model} r={rep}")
+                    marker="o", label=f"{model} r={rep}"
+                    + ("" if precision == "fp32" else f" {precision}"))
         ax.set(xlabel="exit layer", ylabel="sentences / s", title="throughput against exit layer")
         ax.legend(fontsize=7)
         made.append(_save(fig, out / "throughput_vs_layer.png"))
@@ -358,13 +359,15 @@ def _save(fig: Any, path: Path) -> Path:
 
 
 def report(results: str | Path | list[str | Path], out: str | Path,
-           bench: str | Path | None = None, notes: str | Path | None = None) -> Path:
+           bench: str | Path | list[str | Path] | None = None,
+           notes: str | Path | None = None) -> Path:
     """Write ``OUT/results.md`` and PNG plots from results stores; returns the Markdown path.
 
     Args:
         results: one results store (JSONL) or several, read together.
         out: output folder.
-        bench: a ``seqrep bench --output`` JSON file whose cut-model rows are plotted.
+        bench: ``seqrep bench --output`` JSON files (one or several, from the same machine)
+            whose cut-model rows are plotted and whose speeds place settings on the frontier.
         notes: Markdown placed above the generated tables.
     """
     import json
@@ -374,8 +377,10 @@ def report(results: str | Path | list[str | Path], out: str | Path,
     records = [r for store in stores for r in read_records(store)
                if r.get("kind", "run") == "run"]
     rows = group(records)
-    data = json.loads(Path(bench).read_text(encoding="utf-8")) if bench else {}
-    bench_rows = [b for b in data.get("rows", []) if b.get("mode") == "cut"]
+    benches = [] if bench is None else bench if isinstance(bench, list) else [bench]
+    datas = [json.loads(Path(b).read_text(encoding="utf-8")) for b in benches]
+    all_rows = [b for data in datas for b in data.get("rows", [])]
+    bench_rows = [b for b in all_rows if b.get("mode") == "cut"]
     made = plots(rows, out, bench_rows)
     md = Path(notes).read_text(encoding="utf-8") + "\n" if notes else ""
     md += markdown(rows)
@@ -387,11 +392,12 @@ def report(results: str | Path | list[str | Path], out: str | Path,
 
     auto = auto_exit_markdown(auto_exit_rows(rows))
     md += "\n" + auto if auto else ""
-    if data:
+    for data in datas:
         md += "\n" + bench_markdown(data)
+    if datas:
         from seqrep.lab.frontier import frontier, frontier_markdown, frontier_plots
 
-        points = frontier(rows, data.get("rows", []))
+        points = frontier(rows, all_rows)
         if points:
             md += "\n" + frontier_markdown(points)
             made += frontier_plots(points, out)
