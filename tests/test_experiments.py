@@ -255,6 +255,28 @@ def test_bench_precisions_side_by_side(tiny) -> None:
     assert matmul_ceiling(model, 16, None, repeats=2, precision="bf16")["gflops"] > 0
 
 
+def test_bench_runs_onnx_runtime_beside_pytorch(tiny) -> None:
+    """ONNX Runtime rows: the same exit states as PyTorch fp32 (fp32 graph), near them for the
+    int8 recipe; a precision the bench does not know is one clear error."""
+    pytest.importorskip("onnxruntime")
+    from support import WORDS
+
+    from seqrep.errors import ConfigError
+    from seqrep.lab.bench import BenchConfig, _measure, bench_markdown, precision_speedups
+
+    model = tiny("llama", 4)
+    rows = [_measure(model, 1, 3, WORDS, 2, None, 2, "cut", None, 1, p)
+            for p in ("fp32", "onnx", "onnx-int8")]
+    assert [r["precision"] for r in rows] == ["fp32", "onnx", "onnx-int8"]
+    onnx, int8 = precision_speedups(rows)
+    assert onnx["checksum_rel_diff"] < 1e-5 and onnx["speedup_vs_fp32"] > 0
+    assert 0 < int8["checksum_rel_diff"] < 0.2
+    md = bench_markdown({"config": {}, "rows": rows, "precision_speedups": [onnx, int8]})
+    assert f"| {model} | cut | onnx-int8 | 1 | 3 |" in md and "| onnx | 1 | 3 |" in md
+    with pytest.raises(ConfigError, match="expected a comma list of fp32, bf16, onnx"):
+        BenchConfig(precisions=("fp16",))
+
+
 def test_report_rows_are_settings_not_just_strategies() -> None:
     """Runs that differ in anything but the seed (the learning rate, or datasets whose files
     share a name) are separate rows; seeds of one setting pool into one row."""

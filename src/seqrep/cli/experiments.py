@@ -58,8 +58,9 @@ def bench(model: str = typer.Option(BenchConfig.model, "--model"),
                                         help="time the full forward + hidden_states[L] too"),
           threads: int | None = typer.Option(None, "--threads"),
           precision: str = typer.Option("fp32", "--precision",
-                                        help="comma list of autocast precisions of the cut "
-                                             "model, side by side: fp32,bf16"),
+                                        help="comma list of how the cut model runs, side by "
+                                             "side: fp32, bf16 (PyTorch autocast), onnx, "
+                                             "onnx-int8 (ONNX Runtime)"),
           repeats: int = typer.Option(BenchConfig.repeats, "--repeats",
                                       help="timed passes per setting; the fastest counts"),
           output: Path | None = typer.Option(None, "--output", "-o", help="write JSON here"),

@@ -1,5 +1,6 @@
 """Inference benchmark: our cut model against the full-forward way of reading layer L, an
-encoder, and this machine's matrix-multiply rate.
+encoder, and this machine's matrix-multiply rate; the cut model under each precision or
+runtime side by side (PyTorch fp32 and bf16 autocast, ONNX Runtime fp32 and int8).
 
 Each configuration runs in a fresh process, so its peak resident memory is its own.
 FLOPs per sentence are counted analytically: ``2 * tokens * (weights of the Linear layers in
@@ -42,8 +43,26 @@ class BenchConfig:
         "help": "also time the full forward with all hidden states, then layer L"})
     threads: int | None = field(default=None, metadata={"help": "torch threads"})
     precisions: tuple[str, ...] = field(default=("fp32",), metadata={
-        "help": "autocast precisions of the cut model, each measured side by side "
-                "(fp32, bf16) with the matmul ceiling of its own precision"})
+        "help": "how the cut model runs, each measured side by side: PyTorch fp32 or bf16 "
+                "autocast (each against the matmul ceiling of its own precision), or ONNX "
+                "Runtime: onnx (fp32), onnx-int8 (the shipped int8 recipe)"})
+
+    def __post_init__(self) -> None:
+        from seqrep.errors import ConfigError
+
+        bad = [p for p in self.precisions if p not in PRECISIONS]
+        if bad or not self.precisions:
+            raise ConfigError(f"--precision {','.join(self.precisions)!r}: expected a comma "
+                              f"list of {', '.join(PRECISIONS)}")
+
+
+PRECISIONS = ("fp32", "bf16", "onnx", "onnx-int8")
+ONNX = {"onnx": None, "onnx-int8": "int8"}  # runtime -> export variant
+
+
+def _ceiling_precision(precision: str) -> str:
+    """The matmul ceiling a row is measured against: ONNX Runtime rows against fp32's."""
+    return "fp32" if precision in ONNX else precision
 
 
 def matmul_gflops(m: int, k: int, n: int, repeats: int = 20, precision: str = "fp32") -> float:
@@ -115,13 +134,20 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     cut = exit_layer if mode == "cut" else None
     lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
                                      exit_layer=cut, finetune="frozen").eval()
-    lab.place("cpu", precision)
+    lab.place("cpu", _ceiling_precision(precision))
     # padding of the very batches the timed pass runs
     masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, max_tokens)]
     lengths = [int(n) for m in masks for n in m.sum(1)]
     waste = 1.0 - sum(lengths) / sum(m.numel() for m in masks)
     linear, blocks, width = flops_per_token(lab.backbone)
     flops = sum(2 * t * linear + 4 * blocks * t * t * width for t in lengths)
+    scratch = None
+    if precision in ONNX:
+        import tempfile
+        from pathlib import Path
+
+        scratch = tempfile.TemporaryDirectory(prefix="seqrep-bench-")
+        lab = _onnx_labeler(lab, Path(scratch.name) / "export", ONNX[precision], threads)
 
     def run(batch_words: list[list[str]], bs: int) -> list[torch.Tensor]:
         if mode != "full_hidden_states":
@@ -139,6 +165,8 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     for w in words[:latency_sentences]:
         run([w], 1)
     latency = (time.perf_counter() - start) / max(1, min(latency_sentences, len(words)))
+    if scratch is not None:
+        scratch.cleanup()
     return {"model": model, "mode": mode, "precision": precision, "repetitions": repetitions,
             "exit_layer": exit_layer if mode != "encoder" else None,
             "layers_computed": blocks, "sentences": len(words), "tokens": sum(lengths),
@@ -150,6 +178,21 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
             "gflops_per_second": round(flops / seconds / 1e9, 2),
             "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "checksum": float(sum(s.double().abs().sum() for s in states))}
+
+
+def _onnx_labeler(lab: Any, folder: Any, variant: str | None, threads: int | None) -> Any:
+    """The same cut labeler exported to ONNX (and quantized for ``variant="int8"``), on ONNX
+    Runtime with the benchmark's threads."""
+    from seqrep.export.onnx import export_labeler
+    from seqrep.export.runtime import OnnxLabeler
+
+    export_labeler(lab, folder, check=False)
+    if variant == "int8":
+        from seqrep.export.quantize import quantize_int8
+
+        quantize_int8(folder)
+    return OnnxLabeler.from_pretrained(folder, intra_op_num_threads=threads
+                                       or torch.get_num_threads(), variant=variant)
 
 
 def _authors_way(lab: Any, words: list[list[str]], bs: int, max_tokens: int | None,
@@ -186,7 +229,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     if cfg.encoder:
         jobs.append((cfg.encoder, 0, None, "encoder", "fp32"))
     ceilings = {}
-    for precision in dict.fromkeys(("fp32", *cfg.precisions)):
+    for precision in dict.fromkeys(("fp32", *map(_ceiling_precision, cfg.precisions))):
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
             ceilings[precision] = pool.submit(
                 matmul_ceiling, cfg.model, cfg.max_tokens or cfg.batch_size * 32, cfg.threads,
@@ -203,8 +246,9 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
         echo(f"{mode:>18} {precision} {model} r={r} L={layer}: {row['sentences_per_second']} "
              f"sent/s, {row['latency_ms']} ms/sent, waste {row['padding_waste']:.1%}")
     for row in rows:  # each against the ceiling of its own precision
-        row["share_of_ceiling"] = round(row["gflops_per_second"]
-                                        / ceilings[row["precision"]]["gflops"], 3)
+        row["share_of_ceiling"] = round(
+            row["gflops_per_second"] / ceilings[_ceiling_precision(row["precision"])]["gflops"],
+            3)
     return {"kind": "bench", "config": asdict(cfg), "matmul_gflops": ceilings["fp32"]["gflops"],
             "matmul_shapes": ceilings["fp32"]["shapes"],
             "ceilings": {p: c["gflops"] for p, c in ceilings.items()}, "rows": rows,
@@ -250,3 +294,46 @@ def speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 row["checksum"])
         out.append(item)
     return out
+
+
+def bench_markdown(data: dict[str, Any]) -> str:
+    """The rows of a ``seqrep bench`` JSON file as a Markdown table, with the speed-ups."""
+    cfg = data.get("config", {})
+    ceilings = data.get("ceilings") or {"fp32": data.get("matmul_gflops")}
+    rates = ", ".join(f"{p} {g} GFLOP/s" for p, g in ceilings.items())
+    out = ["### Inference benchmark", "",
+           f"{cfg.get('sentences')} sentences of {cfg.get('dataset')} {cfg.get('split')}, "
+           f"batches of at most {cfg.get('batch_size')} sentences and {cfg.get('max_tokens')} "
+           f"padded tokens, sorted by length; the fastest of {cfg.get('repeats', 1)} passes. "
+           f"Ceilings ({rates}): the fastest rate measured in each precision on the "
+           "model's own Linear products for one full batch"
+           f"{' (' + ', '.join(data['matmul_shapes']) + ')' if data.get('matmul_shapes') else ''}"
+           "; ONNX Runtime rows are set against the fp32 ceiling. "
+           "The FLOPs count only real tokens, not padding. "
+           "`full_hidden_states` is the authors' way to an early-exit state: the whole network "
+           "with every hidden state, then layer L.", "",
+           "| model | mode | precision | r | exit layer | layers run | sent/s | tokens/s "
+           "| ms/sent (alone) | padding | GFLOP/sent | share of ceiling | peak MB |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for b in data.get("rows", []):
+        out.append(f"| {b['model']} | {b['mode']} | {b.get('precision') or 'fp32'} | "
+                   f"{b['repetitions']} | {b['exit_layer'] or 'all'} | {b['layers_computed']} | "
+                   f"{b['sentences_per_second']:.1f} | {b['tokens_per_second']:.0f} | "
+                   f"{b['latency_ms']:.0f} | {100 * b['padding_waste']:.1f}% | "
+                   f"{b['flops_per_sentence'] / 1e9:.2f} | "
+                   f"{100 * b.get('share_of_ceiling', 0):.0f}% | {b['peak_memory_mb']:.0f} |")
+    if data.get("speedups"):
+        out += ["", "| r | exit layer | layers / deepest | time / deepest | speed-up vs deepest "
+                "| speed-up vs full_hidden_states | same states |",
+                "|---|---|---|---|---|---|---|"]
+    for x in data.get("speedups", []):
+        out.append(f"| {x['repetitions']} | {x['exit_layer']} | {x['layer_share']:.2f} | "
+                   f"{x['time_share']:.2f} | {x['speedup_vs_deepest']:.2f} | "
+                   f"{x.get('speedup_vs_full_forward', '-')} | {x.get('same_states', '-')} |")
+    if data.get("precision_speedups"):
+        out += ["", "| precision | r | exit layer | speed-up vs PyTorch fp32 "
+                "| exit states' checksum vs fp32 |", "|---|---|---|---|---|"]
+    for x in data.get("precision_speedups", []):
+        out.append(f"| {x['precision']} | {x['repetitions']} | {x['exit_layer']} | "
+                   f"{x['speedup_vs_fp32']:.2f} | {100 * x['checksum_rel_diff']:.3g}% |")
+    return "\n".join(out) + "\n"

@@ -315,37 +315,6 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
     return made
 
 
-def bench_markdown(data: dict[str, Any]) -> str:
-    """The rows of a ``seqrep bench`` JSON file as a Markdown table, with the speed-ups."""
-    cfg = data.get("config", {})
-    out = ["### Inference benchmark", "",
-           f"{cfg.get('sentences')} sentences of {cfg.get('dataset')} {cfg.get('split')}, "
-           f"batches of at most {cfg.get('batch_size')} sentences and {cfg.get('max_tokens')} "
-           f"padded tokens, sorted by length; the fastest of {cfg.get('repeats', 1)} passes. "
-           f"Ceiling: {data.get('matmul_gflops')} GFLOP/s, the fastest fp32 rate measured on the "
-           "model's own Linear products for one full batch"
-           f"{' (' + ', '.join(data['matmul_shapes']) + ')' if data.get('matmul_shapes') else ''}; "
-           "the FLOPs count only real tokens, not padding. "
-           "`full_hidden_states` is the authors' way to an early-exit state: the whole network "
-           "with every hidden state, then layer L.", "",
-           "| model | mode | r | exit layer | layers run | sent/s | tokens/s | ms/sent (alone) "
-           "| padding | GFLOP/sent | share of ceiling | peak MB |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for b in data.get("rows", []):
-        out.append(f"| {b['model']} | {b['mode']} | {b['repetitions']} | "
-                   f"{b['exit_layer'] or 'all'} | {b['layers_computed']} | "
-                   f"{b['sentences_per_second']:.1f} | {b['tokens_per_second']:.0f} | "
-                   f"{b['latency_ms']:.0f} | {100 * b['padding_waste']:.1f}% | "
-                   f"{b['flops_per_sentence'] / 1e9:.2f} | "
-                   f"{100 * b.get('share_of_ceiling', 0):.0f}% | {b['peak_memory_mb']:.0f} |")
-    out += ["", "| r | exit layer | layers / deepest | time / deepest | speed-up vs deepest "
-            "| speed-up vs full_hidden_states | same states |", "|---|---|---|---|---|---|---|"]
-    for x in data.get("speedups", []):
-        out.append(f"| {x['repetitions']} | {x['exit_layer']} | {x['layer_share']:.2f} | "
-                   f"{x['time_share']:.2f} | {x['speedup_vs_deepest']:.2f} | "
-                   f"{x.get('speedup_vs_full_forward', '-')} | {x.get('same_states', '-')} |")
-    return "\n".join(out) + "\n"
-
 def _save(fig: Any, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -392,6 +361,8 @@ def report(results: str | Path | list[str | Path], out: str | Path,
 
     auto = auto_exit_markdown(auto_exit_rows(rows))
     md += "\n" + auto if auto else ""
+    from seqrep.lab.bench import bench_markdown
+
     for data in datas:
         md += "\n" + bench_markdown(data)
     if datas:
