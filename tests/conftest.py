@@ -26,8 +26,9 @@ def tiny(tiny_root: Path):
 def shared_data() -> Path:
     """The shared datasets (``$SEQREP_DATA``, else ``../shared/data`` beside the repository);
     sets ``SEQREP_DATA`` for named datasets, skips the test when the folder is missing."""
-    root = Path(os.environ.get("SEQREP_DATA",
-                               Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+    # an empty SEQREP_DATA means unset, as seqrep reads it (not the current directory)
+    root = Path(os.environ.get("SEQREP_DATA")
+                or Path(__file__).resolve().parents[1].parent / "shared" / "data")
     if not root.is_dir():
         pytest.skip(f"shared data directory {root} is missing (set SEQREP_DATA)")
     os.environ["SEQREP_DATA"] = str(root)

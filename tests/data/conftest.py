@@ -31,7 +31,7 @@ def fixtures(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     """The shared data directory; skips the test when it is missing."""
-    root = Path(os.environ.get("SEQREP_DATA", DEFAULT_DATA))
+    root = Path(os.environ.get("SEQREP_DATA") or DEFAULT_DATA)  # empty means unset, as in seqrep
     if not root.is_dir():
         pytest.skip(f"shared data directory {root} is missing (set SEQREP_DATA)")
     return root
