@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from seqrep.encode.align import WordTokenizer, label_ids
-from seqrep.encode.batch import Batch, collate, length_batches
+from seqrep.encode.batch import MAX_TOKENS, Batch, collate, length_batches
 from seqrep.encode.repeat import RepeatSpec, Segment, encode_sentence
 from seqrep.errors import ConfigError
 
@@ -135,3 +135,34 @@ def per_sentence(sentences: Sequence[Sequence[str]],
             k += len(words)
     shape = next((o.shape[1:] for o in out if o is not None), ())
     return [o if o is not None else torch.zeros((0, *shape)) for o in out]
+
+
+class EncodesSentences:
+    """What every labeler derives from its ``config`` and :class:`Encoder` (the PyTorch one
+    and the ONNX Runtime one alike): label ids, the repetition layout, segments and batches."""
+
+    config: Any
+    encoder: Encoder
+
+    @property
+    def label2id(self) -> dict[str, int]:
+        return {t: i for i, t in enumerate(self.config.labels)}
+
+    @property
+    def spec(self) -> RepeatSpec:
+        """The repetition layout (k copies, what is read)."""
+        return self.encoder.spec
+
+    def encode(self, sentence: Sequence[str]) -> list[Segment]:
+        """The segments (model rows) of one sentence."""
+        return self.encoder.segments(sentence)
+
+    def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
+                max_tokens: int | None = MAX_TOKENS) -> Iterator[tuple[Batch, list[Item]]]:
+        """Length-sorted batches over all segments of ``sentences``: at most ``batch_size``
+        rows and ``max_tokens`` padded tokens each, so little compute goes to padding.
+
+        Yields:
+            ``(batch, items)``: the items (sentence index, segment) in row order.
+        """
+        return self.encoder.batches(sentences, batch_size, max_tokens)

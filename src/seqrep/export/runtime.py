@@ -11,7 +11,7 @@ torch tensors, as :meth:`SequenceLabeler.word_logits` returns them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,7 @@ import torch
 
 from seqrep.config import LabelerConfig
 from seqrep.encode.batch import MAX_TOKENS, Batch
-from seqrep.encode.pipeline import Encoder, Item, per_sentence
-from seqrep.encode.repeat import Segment
+from seqrep.encode.pipeline import Encoder, EncodesSentences, per_sentence
 from seqrep.errors import ConfigError, ModelError
 from seqrep.export import META_FILE, require_onnx
 from seqrep.model.backbone import BackboneInfo
@@ -48,7 +47,7 @@ def is_export(path: str | Path) -> bool:
     return (Path(path) / META_FILE).is_file()
 
 
-class OnnxLabeler:
+class OnnxLabeler(EncodesSentences):
     """An exported labeler on ONNX Runtime (CPU).
 
     Build one with :meth:`from_pretrained`. Several threads may call it at once (ONNX
@@ -182,25 +181,8 @@ class OnnxLabeler:
         return torch.device("cpu")
 
     @property
-    def label2id(self) -> dict[str, int]:
-        return {t: i for i, t in enumerate(self.config.labels)}
-
-    @property
-    def spec(self):  # noqa: ANN201 - the RepeatSpec
-        return self.encoder.spec
-
-    @property
     def layers_unmasked(self) -> list[int]:
         return list(self.meta.get("unmasked_layers", []))
-
-    def encode(self, sentence: Sequence[str]) -> list[Segment]:
-        """The segments (model rows) of one sentence."""
-        return self.encoder.segments(sentence)
-
-    def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                max_tokens: int | None = MAX_TOKENS) -> Iterator[tuple[Batch, list[Item]]]:
-        """The same length-sorted batches as :meth:`SequenceLabeler.batches`."""
-        return self.encoder.batches(sentences, batch_size, max_tokens)
 
     # ----------------------------------------------------------------- forward
     def run(self, batch: Batch, outputs: Sequence[str] = ("logits",)) -> list[np.ndarray]:

@@ -24,8 +24,7 @@ from torch import nn
 
 from seqrep.config import LabelerConfig
 from seqrep.encode.batch import MAX_TOKENS, Batch
-from seqrep.encode.pipeline import Encoder, Item, per_sentence
-from seqrep.encode.repeat import Segment
+from seqrep.encode.pipeline import Encoder, EncodesSentences, per_sentence
 from seqrep.errors import ConfigError
 from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone
 from seqrep.model.device import Placement
@@ -34,7 +33,7 @@ from seqrep.model.masks import Unmasker, unmasked_layers
 from seqrep.model.tuning import prepare_backbone
 
 
-class SequenceLabeler(nn.Module):
+class SequenceLabeler(EncodesSentences, nn.Module):
     """A word-level tagger on top of any transformers backbone.
 
     Build one with :meth:`from_model` (new head) or :meth:`from_pretrained` (a saved run).
@@ -122,30 +121,6 @@ class SequenceLabeler(nn.Module):
         from seqrep.model.io import save_labeler
 
         return save_labeler(self, Path(path))
-
-    # ----------------------------------------------------------------- encoding
-    @property
-    def label2id(self) -> dict[str, int]:
-        return {t: i for i, t in enumerate(self.config.labels)}
-
-    @property
-    def spec(self):  # noqa: ANN201 - the RepeatSpec
-        """The repetition layout (k copies, what is read)."""
-        return self.encoder.spec
-
-    def encode(self, sentence: Sequence[str]) -> list[Segment]:
-        """The segments (model rows) of one sentence."""
-        return self.encoder.segments(sentence)
-
-    def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                max_tokens: int | None = MAX_TOKENS) -> Iterator[tuple[Batch, list[Item]]]:
-        """Length-sorted batches over all segments of ``sentences``: at most ``batch_size``
-        rows and ``max_tokens`` padded tokens each, so little compute goes to padding.
-
-        Yields:
-            ``(batch, items)``: the items (sentence index, segment) in row order.
-        """
-        return self.encoder.batches(sentences, batch_size, max_tokens)
 
     # ----------------------------------------------------------------- forward
     @property
