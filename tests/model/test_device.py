@@ -93,3 +93,21 @@ def test_placement_autocast_is_a_no_op_in_fp32() -> None:
         assert not torch.is_autocast_enabled("cpu")
     with Placement(torch.device("cpu"), "bf16").autocast():
         assert torch.is_autocast_enabled("cpu")
+
+
+def test_end_processes_destroys_the_group_and_the_cli_calls_it(monkeypatch) -> None:
+    """A distributed command leaves its process group before exit (no gloo thread at exit)."""
+    import torch.distributed as dist
+
+    from seqrep.cli import app as cli
+    from seqrep.model.device import end_processes
+
+    end_processes()  # nothing initialised: nothing to do
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    assert dist.is_initialized()
+    end_processes()
+    assert not dist.is_initialized()
+    called = []
+    monkeypatch.setattr("seqrep.model.device.end_processes", lambda: called.append(1))
+    cli.main(["models"])
+    assert called == [1]

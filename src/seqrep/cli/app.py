@@ -48,6 +48,10 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         app(args=argv, standalone_mode=False)
+        if "torch.distributed" in sys.modules:  # torch was loaded: leave a distributed launch
+            from seqrep.model.device import end_processes
+
+            end_processes()
     except SeqrepError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)

@@ -118,3 +118,20 @@ class Placement:
             return
         with torch.autocast(self.device.type, dtype=DTYPES[self.precision]):
             yield
+
+
+def end_processes() -> None:
+    """Leave the process group of a distributed launch (torchrun, ``accelerate launch``).
+
+    Called once a command's work is done: every process meets at a barrier, then the group is
+    destroyed, so no gloo or NCCL thread outlives the interpreter (left alive, one can abort a
+    process at exit with "terminate called without an active exception"). Nothing happens in
+    a single process, or where ``torch.distributed`` was never loaded.
+    """
+    import sys
+
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return
+    dist.barrier()
+    dist.destroy_process_group()
