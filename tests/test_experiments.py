@@ -236,6 +236,17 @@ def test_frontier_marks_the_pareto_settings() -> None:
     assert points[("dec", 1, 10)]["pareto"]  # most accurate
     assert not points[("dec", 1, 20)]["pareto"]  # slower and worse than r=1 L=10
     assert not points[("dec", 0, 10)]["pareto"]  # the encoder is faster and better
+    # A larger budget is its own frontier: an encoder trained on 2,000 sentences that beats
+    # every 500-sentence setting leaves their marks as they were.
+    big = {**row("enc", 0, None, 90.0), "train_sentences": 2000}
+    points2 = frontier([*rows, big], bench)
+    assert [p["pareto"] for p in points2 if p["train_sentences"] == 500] == [
+        p["pareto"] for p in frontier(rows, bench)]
+    assert [p["train_sentences"] for p in points2] == [500, 500, 500, 500, 2000]
+    assert points2[-1]["pareto"]
+    fewer_test = {**row("enc", 0, None, 95.0), "test_sentences": 100}
+    assert frontier([*rows, fewer_test], bench)[-1]["pareto"]  # another test set: apart too
+    assert points[("enc", 0, None)]["pareto"]
 
 
 def test_bench_precisions_side_by_side(tiny) -> None:

@@ -3,8 +3,9 @@ setting of a results store, with the Pareto-optimal ones marked.
 
 Speed comes from a ``seqrep bench`` JSON measured on the same machine: a setting is matched
 to the bench row of its model, r and exit layer (encoders: the encoder row). A setting is
-Pareto-optimal when no other setting of its dataset is at least as accurate and as fast and
-better in one of the two.
+Pareto-optimal when no other setting of its budget (the same dataset, number of training
+sentences and test set) is at least as accurate and as fast and better in one of the two:
+settings trained on more sentences, or scored on another test set, do not push it off.
 """
 
 from __future__ import annotations
@@ -37,20 +38,28 @@ def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[di
             continue
         points.append({k: r.get(k) for k in ("dataset", "model", "finetune", "r", "unmask",
                                              "exit_layer", "auto_exit", "lr",
-                                             "train_sentences")}
+                                             "train_sentences", "test_sentences")}
                       | {"f1": r["test_f1"]["mean"], "f1_std": r["test_f1"]["std"],
                          "seeds": len(r["seeds"]), "sentences_per_second": speed})
-    by_ds: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for p in points:
-        by_ds[p["dataset"]].append(p)
-    for ps in by_ds.values():
+    for ps in _budgets(points).values():
         for p in ps:
             p["pareto"] = not any(
                 q is not p and q["f1"] >= p["f1"]
                 and q["sentences_per_second"] >= p["sentences_per_second"]
                 and (q["f1"] > p["f1"] or q["sentences_per_second"] > p["sentences_per_second"])
                 for q in ps)
-    return sorted(points, key=lambda p: (p["dataset"], -p["sentences_per_second"]))
+    return sorted(points, key=lambda p: (*_budget(p), -p["sentences_per_second"]))
+
+
+def _budget(p: dict[str, Any]) -> tuple[str, int, int]:
+    return p["dataset"], p.get("train_sentences") or 0, p.get("test_sentences") or 0
+
+
+def _budgets(points: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
+    by: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for p in points:
+        by[_budget(p)].append(p)
+    return by
 
 
 def frontier_markdown(points: list[dict[str, Any]]) -> str:
@@ -59,17 +68,19 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
         return ""
     out = ["### Accuracy against speed", "",
            "Test F1 (mean over seeds) against inference sentences/s measured by `seqrep "
-           "bench` on the same machine; **bold**: Pareto-optimal (nothing else is at least as "
-           "accurate and as fast).", "",
-           "| dataset | model | mode | lr | r | exit layer | train sents | test F1 | seeds "
-           "| sentences/s | Pareto |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "bench` on the same machine; **bold**: Pareto-optimal within its budget (nothing "
+           "else trained on as many sentences and scored on the same test sentences is at "
+           "least as accurate and as fast).", "",
+           "| dataset | train sents | test sents | model | mode | lr | r | exit layer | test F1 "
+           "| seeds | sentences/s | Pareto |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     from seqrep.lab.report import layer_cell
 
     for p in points:
-        cells = [p["dataset"], p["model"], p["finetune"],
+        cells = [p["dataset"], str(p["train_sentences"] or "-"),
+                 str(p.get("test_sentences") or "-"), p["model"], p["finetune"],
                  "-" if p.get("lr") is None else f"{p['lr']:g}", str(p["r"]),
-                 layer_cell(p), str(p["train_sentences"] or "-"),
-                 f"{p['f1']:.2f}", str(p["seeds"]), f"{p['sentences_per_second']:.1f}",
+                 layer_cell(p), f"{p['f1']:.2f}", str(p["seeds"]),
+                 f"{p['sentences_per_second']:.1f}",
                  "yes" if p["pareto"] else ""]
         if p["pareto"]:
             cells = [f"**{c}**" if c else c for c in cells]
@@ -78,7 +89,8 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
 
 
 def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
-    """One PNG per dataset: F1 against sentences/s (log scale), the frontier as a line."""
+    """One PNG per dataset: F1 against sentences/s (log scale), one colour and frontier
+    line per budget."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -94,17 +106,22 @@ def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         many_lr = {m for m in {p["model"] for p in ps}
                    if len({p.get("lr") for p in ps if p["model"] == m}) > 1}
+        budgets = sorted(_budgets(ps))
         for p in ps:
-            ax.scatter(p["sentences_per_second"], p["f1"], s=60 if p["pareto"] else 25,
-                       color="C3" if p["pareto"] else "C0", zorder=3)
+            colour = f"C{budgets.index(_budget(p)) % 10}"
+            ax.scatter(p["sentences_per_second"], p["f1"], s=60 if p["pareto"] else 20,
+                       color=colour, edgecolors="black" if p["pareto"] else "none", zorder=3)
             lr = f" lr={p['lr']:g}" if p["model"] in many_lr else ""
             ax.annotate(f"{p['model']} {p['finetune']} r={p['r']} L={p['exit_layer'] or 'all'}"
                         f"{lr}",
                         (p["sentences_per_second"], p["f1"]), fontsize=7,
                         xytext=(4, 3), textcoords="offset points")
-        best = sorted((p for p in ps if p["pareto"]), key=lambda p: p["sentences_per_second"])
-        ax.plot([p["sentences_per_second"] for p in best], [p["f1"] for p in best], "C3--",
-                lw=1, label="Pareto frontier")
+        for i, b in enumerate(budgets):
+            best = sorted((p for p in ps if p["pareto"] and _budget(p) == b),
+                          key=lambda p: p["sentences_per_second"])
+            ax.plot([p["sentences_per_second"] for p in best], [p["f1"] for p in best],
+                    f"C{i % 10}--", lw=1,
+                    label=f"frontier: {b[1] or '?'} train / {b[2] or '?'} test sentences")
         ax.set_xscale("log")
         ax.set_xlabel("inference sentences/s (seqrep bench, this machine)")
         ax.set_ylabel("test F1 (%)")
