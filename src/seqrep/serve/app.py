@@ -39,6 +39,7 @@ from seqrep.config import LabelerConfig
 from seqrep.data.tags import split_tag
 from seqrep.serve.batcher import Batcher, Closed, QueueFull
 from seqrep.serve.metrics import Metrics
+from seqrep.serve.middleware import ApiError, BodyLimit, Observe, error_response
 from seqrep.serve.schemas import HFEntity, HFRequest, LabelRequest, LabelResponse, ModelInfo
 
 if TYPE_CHECKING:
@@ -64,21 +65,6 @@ class ServeSettings:
         """Bytes a request body may have: room for the largest request, even with every
         character written as a JSON escape pair (12 bytes), plus 64 KiB."""
         return self.max_texts * self.max_text_chars * 12 + 65_536
-
-
-class ApiError(StarletteHTTPException):
-    """An error answered as JSON: status, a type name, a message and optional extra fields."""
-
-    def __init__(self, status: int, kind: str, message: str, headers: dict | None = None,
-                 **extra: Any) -> None:
-        super().__init__(status, message, headers)
-        self.kind, self.extra = kind, extra
-
-
-def _error(status: int, kind: str, message: str, headers: dict | None = None,
-           **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": {"code": status, "type": kind, "message": message, **extra}},
-                        status, headers=headers)
 
 
 class _State:
@@ -195,85 +181,6 @@ def _validation_message(errors: list[dict]) -> tuple[str, list[str], list[dict]]
     return "; ".join(parts), fields, clean
 
 
-# ----------------------------------------------------------------------------- metrics
-class _Observe:
-    """Pure ASGI middleware: count every HTTP request by route template and status, time it."""
-
-    def __init__(self, app: Any, metrics: Metrics, paths: set[str]) -> None:
-        self.app, self.metrics, self.paths = app, metrics, paths
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        status = {"code": 500}
-        start = time.perf_counter()
-        path = scope["path"]
-        # the route template (or a fixed name) labels the series: never a raw client path
-        name = path if path in self.paths else "/static" if path.startswith("/static/") \
-            else "unmatched"
-        self.metrics.in_progress.labels(name).inc()
-
-        async def send_status(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                status["code"] = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_status)
-        except asyncio.CancelledError:
-            status["code"] = 499  # the client went away (nginx's code): not a server error
-            raise
-        finally:
-            self.metrics.in_progress.labels(name).dec()
-            code = status["code"]
-            self.metrics.requests.labels(name, scope["method"], str(code)).inc()
-            self.metrics.latency.labels(name).observe(time.perf_counter() - start)
-            if code >= 400:
-                kind = scope.get("seqrep_error") or {404: "not_found", 405: "method",
-                                                     413: "too_large", 422: "validation",
-                                                     499: "client_closed",
-                                                     503: "unavailable"}.get(code, "other")
-                self.metrics.errors.labels(name, kind if code < 500 or code == 503
-                                           else "internal").inc()
-
-
-class _BodyLimit:
-    """Pure ASGI middleware: a body over ``limit`` bytes gets a JSON 413, whether announced by
-    Content-Length or found while reading a chunked body."""
-
-    def __init__(self, app: Any, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    def _error(self) -> ApiError:
-        return ApiError(413, "too_large", f"request body over {self.limit} bytes (the room "
-                        f"--max-texts x --max-text-chars needs)",
-                        limit={"name": "max_body_bytes", "value": self.limit})
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        length = dict(scope.get("headers") or []).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            scope["seqrep_error"] = "too_large"
-            err = self._error()
-            await _error(err.status_code, err.kind, err.detail, **err.extra)(scope, receive, send)
-            return
-        seen = 0
-
-        async def counted() -> dict:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise self._error()  # FastAPI passes HTTP errors from reading the body on
-            return message
-
-        await self.app(scope, counted, send)
-
-
 # ----------------------------------------------------------------------------- the app
 def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | None = None,
                settings: ServeSettings | None = None, runtime: str = "auto") -> FastAPI:
@@ -314,32 +221,32 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
                               "text as sent: `text[start:end] == span.text`.")
     app.state.seqrep = state
     paths: set[str] = set()  # filled below: route templates, for the metrics' labels
-    app.add_middleware(_BodyLimit, limit=settings.max_body_bytes)
-    app.add_middleware(_Observe, metrics=state.metrics, paths=paths)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(Observe, metrics=state.metrics, paths=paths)
 
     # ------------------------------------------------------------------ errors as JSON
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         message, fields, errors = _validation_message(list(exc.errors()))
         request.scope["seqrep_error"] = "validation"
-        return _error(422, "validation", message, fields=fields, detail=errors)
+        return error_response(422, "validation", message, fields=fields, detail=errors)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if isinstance(exc, ApiError):
             request.scope["seqrep_error"] = exc.kind
-            return _error(exc.status_code, exc.kind, exc.detail, exc.headers, **exc.extra)
+            return error_response(exc.status_code, exc.kind, exc.detail, exc.headers, **exc.extra)
         if exc.status_code == 400:  # FastAPI could not parse the body (nested too deeply ...)
             request.scope["seqrep_error"] = "validation"
-            return _error(422, "validation", "body: could not be read as JSON (nested too "
+            return error_response(422, "validation", "body: could not be read as JSON (nested too "
                           "deeply, or not JSON)", fields=["body"])
         kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http")
-        return _error(exc.status_code, kind, str(exc.detail), exc.headers)
+        return error_response(exc.status_code, kind, str(exc.detail), exc.headers)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
         log.error("internal error on %s", request.url.path, exc_info=exc)
-        return _error(500, "internal", "internal server error (logged on the server)")
+        return error_response(500, "internal", "internal server error (logged on the server)")
 
     # ------------------------------------------------------------------ routes
     @app.get("/", include_in_schema=False)
