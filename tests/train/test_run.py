@@ -230,3 +230,33 @@ def test_frozen_lowest_layers_do_not_train(tiny, corpus, tmp_path: Path) -> None
         same = all(torch.equal(p, trained[f"layers.{i}.{n}"]) for n, p in
                    block.named_parameters())
         assert same == (i < 2), i
+
+
+def test_checkpoint_keeps_each_process_gpu_generator(monkeypatch, tmp_path: Path) -> None:
+    """On a GPU the CUDA generator (dropout's) is saved per process and restored for the
+    restoring rank; a CPU-only checkpoint has none and restores on the CPU alone. CUDA is
+    stood in for here: the CPU machine has none."""
+    from seqrep.train import checkpoint as ck
+    from seqrep.train.state import TrainState
+
+    gpu = {"state": torch.arange(8, dtype=torch.uint8), "set": None}
+    monkeypatch.setattr(torch.cuda, "get_rng_state", lambda device: gpu["state"].clone())
+    monkeypatch.setattr(torch.cuda, "set_rng_state",
+                        lambda state, device: gpu.__setitem__("set", (state.clone(), device)))
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.AdamW(model.parameters())
+    states = [ck.rng_states(torch.device("cuda", 0)), ck.rng_states(torch.device("cuda", 1))]
+    states[1]["cuda"] = torch.full((8,), 7, dtype=torch.uint8)
+    assert set(states[0]) == {"torch", "cuda"}
+    assert set(ck.rng_states(torch.device("cpu"))) == {"torch"}
+    ck.save_checkpoint(tmp_path / "c", model, opt, TrainState(), states)
+    from safetensors.torch import load_file
+
+    assert set(load_file(str(tmp_path / "c" / "rng.safetensors"))) == {
+        "torch", "cuda", "torch_1", "cuda_1"}
+    ck.load_checkpoint(tmp_path / "c", model, opt, rank=1)
+    assert gpu["set"] is None  # the model is on the CPU: its GPU generator is not touched
+    fake = torch.device("cuda", 1)
+    monkeypatch.setattr(torch.nn.Parameter, "device", property(lambda p: fake), raising=False)
+    ck.load_checkpoint(tmp_path / "c", model, opt, rank=1)
+    assert torch.equal(gpu["set"][0], states[1]["cuda"]) and gpu["set"][1] == fake

@@ -1,6 +1,7 @@
 """Resumable training state, written atomically and in safetensors/JSON only (no pickles).
 
-``DIR/checkpoint/`` holds the trainable weights, the AdamW moments, the RNG state and the
+``DIR/checkpoint/`` holds the trainable weights, the AdamW moments, each process's RNG states
+(the CPU generator's and, when it trains on a GPU, that GPU's) and the
 :class:`~seqrep.train.state.TrainState`; restoring it and replaying the same seeded data order
 reproduces an uninterrupted run exactly (the learning rate follows from the step).
 """
@@ -24,11 +25,25 @@ def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
             if p.requires_grad}
 
 
+def rng_states(device: torch.device) -> dict[str, torch.Tensor]:
+    """This process's RNG states: the CPU generator's (``torch``) and, on a GPU, its
+    generator's (``cuda``), which dropout on that GPU draws from."""
+    out = {"torch": torch.get_rng_state()}
+    if device.type == "cuda":
+        out["cuda"] = torch.cuda.get_rng_state(device)
+    return out
+
+
+def _rng_name(key: str, rank: int) -> str:
+    return f"{key}_{rank}" if rank else key
+
+
 def save_checkpoint(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                    state: TrainState, rng: list[torch.Tensor] | None = None) -> None:
+                    state: TrainState, rng: list[dict[str, torch.Tensor]] | None = None
+                    ) -> None:
     """Write the full training state to ``path`` (replacing any previous one atomically).
 
-    ``rng``: the torch RNG state of each process, by rank (default: this process's).
+    ``rng``: :func:`rng_states` of each process, by rank (default: this process's CPU one).
     """
     names = {id(p): n for n, p in model.named_parameters()}
     tensors, groups = {}, []
@@ -41,8 +56,8 @@ def save_checkpoint(path: Path, model: torch.nn.Module, optimizer: torch.optim.O
     with atomic_dir(path) as tmp:
         save_file(trainable_state(model), str(tmp / "trainable.safetensors"))
         save_file(tensors, str(tmp / "optimizer.safetensors"))
-        states = rng or [torch.get_rng_state()]
-        save_file({"torch": states[0], **{f"torch_{r}": x for r, x in enumerate(states) if r}},
+        states = rng or [rng_states(torch.device("cpu"))]
+        save_file({_rng_name(k, r): x for r, each in enumerate(states) for k, x in each.items()},
                   str(tmp / "rng.safetensors"))
         write_json(tmp / "state.json", {"state": state.to_dict(), "param_groups": groups})
 
@@ -109,4 +124,7 @@ def _restore(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimize
         for p, name in zip(group["params"], saved_group["params"]):
             optimizer.state[p] = {k.split("::", 1)[1]: v for k, v in moments.items()
                                   if k.split("::", 1)[0] == name}
-    torch.set_rng_state(rng[f"torch_{rank}" if rank else "torch"])
+    torch.set_rng_state(rng[_rng_name("torch", rank)])
+    device = next((p.device for p in params.values() if p.device.type == "cuda"), None)
+    if device is not None and _rng_name("cuda", rank) in rng:
+        torch.cuda.set_rng_state(rng[_rng_name("cuda", rank)], device)

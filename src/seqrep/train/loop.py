@@ -32,7 +32,7 @@ from seqrep.evaluate import score
 from seqrep.fileio import append_jsonl
 from seqrep.model.device import Placement
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.train.checkpoint import load_checkpoint, save_checkpoint
+from seqrep.train.checkpoint import load_checkpoint, rng_states, save_checkpoint
 from seqrep.train.state import TrainState, build_optimizer, lr_factor, set_lr
 
 
@@ -218,8 +218,8 @@ class Trainer:
     # ------------------------------------------------------------------ state
     def save(self) -> None:
         """Checkpoint (main process): the weights and moments (the same on every process)
-        and each process's RNG state."""
-        rng = [torch.get_rng_state()]
+        and each process's RNG states (CPU, and its GPU's when it trains on one)."""
+        rng = [rng_states(self.labeler.placement.device)]
         if self.world > 1:
             from accelerate.utils import gather_object
 
