@@ -266,18 +266,34 @@ def test_bench_precisions_side_by_side(tiny) -> None:
     assert matmul_ceiling(model, 16, None, repeats=2, precision="bf16")["gflops"] > 0
 
 
-def test_bench_runs_onnx_runtime_beside_pytorch(tiny) -> None:
+def test_bench_runs_onnx_runtime_beside_pytorch(tiny, tmp_path) -> None:
     """ONNX Runtime rows: the same exit states as PyTorch fp32 (fp32 graph), near them for the
-    int8 recipe; a precision the bench does not know is one clear error."""
+    int8 recipe, both rows on one export (the int8 graph added beside it, the fp32 graph not
+    written again); a precision the bench does not know is one clear error."""
     pytest.importorskip("onnxruntime")
     from support import WORDS
 
     from seqrep.errors import ConfigError
-    from seqrep.lab.bench import BenchConfig, _measure, bench_markdown, precision_speedups
+    from seqrep.export.runtime import read_meta
+    from seqrep.lab.bench import (
+        BenchConfig,
+        _export,
+        _measure,
+        bench_markdown,
+        precision_speedups,
+    )
 
     model = tiny("llama", 4)
-    rows = [_measure(model, 1, 3, WORDS, 2, None, 2, "cut", None, 1, p)
-            for p in ("fp32", "onnx", "onnx-int8")]
+    folder = str(tmp_path / "export")
+    _export(model, 1, 3, folder, None, None)
+    graph = tmp_path / "export" / read_meta(folder)["model_file"]
+    written = graph.stat().st_mtime_ns
+    assert "int8" not in read_meta(folder).get("variants", {})
+    _export(model, 1, 3, folder, "int8", None)
+    assert "int8" in read_meta(folder)["variants"] and graph.stat().st_mtime_ns == written
+    rows = [_measure(model, 1, 3, WORDS, 2, None, 2, "cut", None, 1, "fp32")] + [
+        _measure(model, 1, 3, WORDS, 2, None, 2, "cut", None, 1, p, folder)
+        for p in ("onnx", "onnx-int8")]
     assert [r["precision"] for r in rows] == ["fp32", "onnx", "onnx-int8"]
     onnx, int8 = precision_speedups(rows)
     assert onnx["checksum_rel_diff"] < 1e-5 and onnx["speedup_vs_fp32"] > 0
@@ -361,3 +377,33 @@ def test_report_shows_the_learning_rate_of_each_setting() -> None:
     md = markdown(group(recs))
     assert "| smollm2-135m | full | 5e-05 | 0 |" in md
     assert "| smollm2-135m | full | 0.0002 | 0 |" in md
+
+
+def test_run_bench_exports_once_for_both_onnx_rows(tiny, tmp_path, monkeypatch) -> None:
+    """A whole bench run over fp32, onnx and onnx-int8: one export of the setting (in its own
+    process) serves both ONNX rows, and every row is measured."""
+    pytest.importorskip("onnxruntime")
+    from support import write_corpus
+
+    from seqrep.lab import bench
+
+    exports = []
+    real = bench.ProcessPoolExecutor
+
+    class Counting(real):  # count the export jobs the parent hands to its child processes
+        def submit(self, fn, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            if fn is bench._export:
+                exports.append((args[3], args[4]))
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(bench, "ProcessPoolExecutor", Counting)
+    data = write_corpus(tmp_path / "test.txt", 6)
+    cfg = bench.BenchConfig(model=tiny("llama", 4), repetitions=(1,), exit_layers=(3,),
+                            dataset=str(data), split="train", sentences=6, batch_size=2,
+                            repeats=1, latency_sentences=1, encoder=None, baseline=False,
+                            threads=1, precisions=("fp32", "onnx", "onnx-int8"))
+    out = bench.run_bench(cfg, echo=lambda *_: None)
+    assert [r["precision"] for r in out["rows"]] == ["fp32", "onnx", "onnx-int8"]
+    assert len({folder for folder, _ in exports}) == 1  # one folder for the setting
+    assert [v for _, v in exports] == [None, "int8"]
+    assert {p["precision"] for p in out["precision_speedups"]} == {"onnx", "onnx-int8"}

@@ -11,9 +11,11 @@ weighted sum, computed in full as fused kernels do).
 from __future__ import annotations
 
 import multiprocessing as mp
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -123,8 +125,10 @@ def flops_per_token(model: nn.Module) -> tuple[int, int, int]:
 
 def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[list[str]],
              batch_size: int, max_tokens: int | None, latency_sentences: int, mode: str,
-             threads: int | None, repeats: int = 1, precision: str = "fp32") -> dict[str, Any]:
-    """One configuration, in a child process. ``mode``: cut, full_hidden_states or encoder."""
+             threads: int | None, repeats: int = 1, precision: str = "fp32",
+             exported: str | None = None) -> dict[str, Any]:
+    """One configuration, in a child process. ``mode``: cut, full_hidden_states or encoder.
+    ONNX rows run the export in ``exported`` (made by :func:`_export`; a fresh one if None)."""
     import resource
 
     from seqrep.model.labeler import SequenceLabeler
@@ -143,11 +147,14 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     flops = sum(2 * t * linear + 4 * blocks * t * t * width for t in lengths)
     scratch = None
     if precision in ONNX:
-        import tempfile
-        from pathlib import Path
+        from seqrep.export.runtime import OnnxLabeler
 
-        scratch = tempfile.TemporaryDirectory(prefix="seqrep-bench-")
-        lab = _onnx_labeler(lab, Path(scratch.name) / "export", ONNX[precision], threads)
+        if exported is None:
+            scratch = tempfile.TemporaryDirectory(prefix="seqrep-bench-")
+            exported = str(Path(scratch.name) / "export")
+            _export(model, repetitions, exit_layer, exported, ONNX[precision], threads)
+        lab = OnnxLabeler.from_pretrained(exported, intra_op_num_threads=threads
+                                          or torch.get_num_threads(), variant=ONNX[precision])
 
     def run(batch_words: list[list[str]], bs: int) -> list[torch.Tensor]:
         if mode != "full_hidden_states":
@@ -180,19 +187,26 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
             "checksum": float(sum(s.double().abs().sum() for s in states))}
 
 
-def _onnx_labeler(lab: Any, folder: Any, variant: str | None, threads: int | None) -> Any:
-    """The same cut labeler exported to ONNX (and quantized for ``variant="int8"``), on ONNX
-    Runtime with the benchmark's threads."""
+def _export(model: str, repetitions: int, exit_layer: int | None, folder: str,
+            variant: str | None, threads: int | None) -> None:
+    """Export the cut labeler a bench row measures to ``folder`` (once: an ONNX fp32 row and
+    an int8 row of the same setting share it) and add the int8 graph when ``variant`` asks;
+    run in its own process, so the export's memory is in no row's peak."""
+    from seqrep.export import META_FILE
     from seqrep.export.onnx import export_labeler
-    from seqrep.export.runtime import OnnxLabeler
+    from seqrep.export.runtime import read_meta
+    from seqrep.model.labeler import SequenceLabeler
 
-    export_labeler(lab, folder, check=False)
-    if variant == "int8":
+    if threads:
+        torch.set_num_threads(threads)
+    if not (Path(folder) / META_FILE).is_file():
+        lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
+                                         exit_layer=exit_layer, finetune="frozen").eval()
+        export_labeler(lab.place("cpu", "fp32"), folder, check=False)
+    if variant == "int8" and "int8" not in read_meta(folder).get("variants", {}):
         from seqrep.export.quantize import quantize_int8
 
         quantize_int8(folder)
-    return OnnxLabeler.from_pretrained(folder, intra_op_num_threads=threads
-                                       or torch.get_num_threads(), variant=variant)
 
 
 def _authors_way(lab: Any, words: list[list[str]], bs: int, max_tokens: int | None,
@@ -237,14 +251,22 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
         echo(f"{precision} matmul ceiling: {ceilings[precision]['gflops']} GFLOP/s (fastest "
              f"of {ceilings[precision]['shapes']})")
     rows = []
+    scratch = tempfile.TemporaryDirectory(prefix="seqrep-bench-")  # the ONNX exports
     for model, r, layer, mode, precision in jobs:
+        exported = None
+        if precision in ONNX:
+            exported = str(Path(scratch.name) / f"r{r}-L{layer}")
+            with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+                pool.submit(_export, model, r, layer, exported, ONNX[precision],
+                            cfg.threads).result()
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
             row = pool.submit(_measure, model, r, layer, words, cfg.batch_size, cfg.max_tokens,
                               cfg.latency_sentences, mode, cfg.threads, cfg.repeats,
-                              precision).result()
+                              precision, exported).result()
         rows.append(row)
         echo(f"{mode:>18} {precision} {model} r={r} L={layer}: {row['sentences_per_second']} "
              f"sent/s, {row['latency_ms']} ms/sent, waste {row['padding_waste']:.1%}")
+    scratch.cleanup()
     for row in rows:  # each against the ceiling of its own precision
         row["share_of_ceiling"] = round(
             row["gflops_per_second"] / ceilings[_ceiling_precision(row["precision"])]["gflops"],
