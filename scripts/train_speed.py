@@ -1,6 +1,7 @@
 """Training-step speed of CPU options, side by side in one process (interleaved rounds, the
-fastest round of each counts): full fine-tuning against the lowest blocks frozen, and any
-precision given. Prints and writes JSON.
+fastest round of each counts): full fine-tuning against the lowest blocks frozen, any
+precision given, and torch.compile of the backbone (``--compile``: each setting also
+compiled, with its compile time: its first round less its fastest). Prints and writes JSON.
 
     python scripts/train_speed.py --exit-layer 15 --frozen 0,7 --steps 6 \
         --output results/train-speed.json
@@ -32,24 +33,30 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--compile", action="store_true",
+                    help="also each setting with its backbone under torch.compile(dynamic)")
     ap.add_argument("--output", default=None)
     args = ap.parse_args()
     sents = load_corpus("conll2003", "train").sentences_with_words()[: args.batch_size
                                                                      * args.steps]
     labels = tag_inventory(sents)
-    settings = [(int(f), p) for f in args.frozen.split(",") for p in args.precision.split(",")]
+    settings = [(int(f), p, c) for f in args.frozen.split(",") for p in args.precision.split(",")
+                for c in ((False, True) if args.compile else (False,))]
     labelers = {}
-    for frozen, precision in settings:
+    for frozen, precision, compiled in settings:
         torch.manual_seed(0)
         cfg = LabelerConfig(model=args.model, labels=labels, repetitions=args.repetitions,
                             exit_layer=args.exit_layer, frozen_layers=frozen)
         lab = SequenceLabeler(cfg, SequenceLabeler._load_backbone(cfg)).place("cpu", precision)
         lab.train()
+        if compiled:
+            lab.backbone.compile(dynamic=True)  # in place: parameter names stay the same
         items = lab.encoder.items([s.words for s in sents], [s.tags for s in sents])
         plan = lab.encoder.plan(items, args.batch_size)
         opt = torch.optim.AdamW([p for p in lab.parameters() if p.requires_grad], lr=1e-5)
-        labelers[(frozen, precision)] = (lab, items, plan, opt)
+        labelers[(frozen, precision, compiled)] = (lab, items, plan, opt)
     best: dict[tuple, float] = {}
+    first: dict[tuple, float] = {}
     for _ in range(args.rounds):
         for key, (lab, items, plan, opt) in labelers.items():
             start = time.perf_counter()
@@ -61,11 +68,13 @@ def main() -> None:
                 opt.zero_grad(set_to_none=True)
             seconds = time.perf_counter() - start
             best[key] = min(best.get(key, float("inf")), seconds)
+            first.setdefault(key, seconds)
     n = len(sents)
     base = best[settings[0]]
-    rows = [{"frozen_layers": f, "precision": p, "seconds": round(best[(f, p)], 2),
-             "sentences_per_second": round(n / best[(f, p)], 2),
-             "speedup": round(base / best[(f, p)], 3)} for f, p in settings]
+    rows = [{"frozen_layers": f, "precision": p, "compiled": c, "seconds": round(best[k], 2),
+             "sentences_per_second": round(n / best[k], 2), "speedup": round(base / best[k], 3),
+             **({"compile_seconds": round(first[k] - best[k], 1)} if c else {})}
+            for k in settings for f, p, c in [k]]
     out = {"model": args.model, "exit_layer": args.exit_layer, "repetitions": args.repetitions,
            "batch_size": args.batch_size, "sentences": n, "rounds": args.rounds,
            "threads": torch.get_num_threads(), "rows": rows}
