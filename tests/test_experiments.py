@@ -362,8 +362,9 @@ def test_auto_exit_runs_sit_beside_the_fixed_layers(tmp_path: Path) -> None:
     # two stores and two bench files read together
     text = report([store, other], tmp_path / "out", bench=bench).read_text()
     assert text.count("### Inference benchmark") == 2
-    assert "| **conll2003** | **smollm2-135m** | **full** | **5e-05** | **1** | **20** |" in text
-    assert "| conll2003 | smollm2-135m | full | 5e-05 | 1 | 30 |" in text
+    assert ("| **conll2003** | **1000** | **-** | **smollm2-135m** | **full** | **5e-05** | **2** "
+            "| **1** | **20** |") in text
+    assert "| conll2003 | 1000 | - | smollm2-135m | full | 5e-05 | 2 | 1 | 30 |" in text
     assert "`--exit-layer auto` picks" in text and "| 20 (auto) |" in text
 
 
@@ -407,3 +408,35 @@ def test_run_bench_exports_once_for_both_onnx_rows(tiny, tmp_path, monkeypatch) 
     assert len({folder for folder, _ in exports}) == 1  # one folder for the setting
     assert [v for _, v in exports] == [None, "int8"]
     assert {p["precision"] for p in out["precision_speedups"]} == {"onnx", "onnx-int8"}
+
+
+def test_report_reads_run_folders_beside_stores(tmp_path: Path) -> None:
+    """A run made by `seqrep train` (a folder) joins a report beside a store; an auto exit
+    reads as auto with its chosen layer; a folder that is no finished run is one clear line."""
+    from seqrep.errors import ConfigError
+    from seqrep.lab.frontier import frontier, frontier_markdown
+    from seqrep.lab.results import read_sources, run_record
+
+    rec = _record(91.0, 1, r=1, exit_layer=11)
+    run = tmp_path / "cpu-recipe"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({**rec["config"], "exit_search": {"chosen": 11}}))
+    (run / "metrics.json").write_text(json.dumps({**rec["metrics"], "exit_layer": 11,
+                                                  "train_sentences": 14041}))
+    store = tmp_path / "store.jsonl"
+    append_record(store, _record(80.0, 1, r=1, exit_layer=20))
+    records = read_sources([store, run])
+    assert [r["metrics"]["test"]["f1"] for r in records] == [0.80, 0.91]
+    assert records[1]["config"]["labeler"]["exit_layer"] == "auto"
+    rows = group(records)
+    auto = next(r for r in rows if r["auto_exit"])
+    assert (auto["exit_layer"], auto["train_sentences"]) == (11, 14041)
+    bench = [{"model": "smollm2-135m", "mode": "cut", "repetitions": 1, "exit_layer": layer,
+              "sentences_per_second": speed} for layer, speed in ((11, 20.0), (20, 10.0))]
+    points = frontier(rows, bench)
+    assert all(p["pareto"] for p in points)  # two budgets, one setting each
+    assert ("| **conll2003** | **14041** | **-** | **smollm2-135m** | **full** | **5e-05** | **2** "
+            "| **1** | **11 (auto)** | **91.00** |") in frontier_markdown(points)
+    (run / "metrics.json").unlink()
+    with pytest.raises(ConfigError, match="cpu-recipe: not a finished run .metrics.json"):
+        run_record(run)

@@ -25,8 +25,8 @@ def grid(config: Path = typer.Argument(..., help="grid file (YAML)"),
                f"{sum(s['status'] == 'skipped' for s in statuses)} skipped")
 
 
-def report(results: list[Path] = typer.Argument(..., help="results stores (JSONL), read "
-                                                          "together"),
+def report(results: list[Path] = typer.Argument(..., help="results stores (JSONL) or finished "
+                                                          "run folders, read together"),
            out: Path = typer.Option(Path("report"), "--out", help="folder for results.md and "
                                                                   "plots"),
            bench: list[Path] | None = typer.Option(None, "--bench",

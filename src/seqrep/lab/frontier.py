@@ -38,7 +38,7 @@ def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[di
             continue
         points.append({k: r.get(k) for k in ("dataset", "model", "finetune", "r", "unmask",
                                              "exit_layer", "auto_exit", "lr",
-                                             "train_sentences", "test_sentences")}
+                                             "train_sentences", "test_sentences", "epochs")}
                       | {"f1": r["test_f1"]["mean"], "f1_std": r["test_f1"]["std"],
                          "seeds": len(r["seeds"]), "sentences_per_second": speed})
     for ps in _budgets(points).values():
@@ -71,14 +71,16 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
            "bench` on the same machine; **bold**: Pareto-optimal within its budget (nothing "
            "else trained on as many sentences and scored on the same test sentences is at "
            "least as accurate and as fast).", "",
-           "| dataset | train sents | test sents | model | mode | lr | r | exit layer | test F1 "
-           "| seeds | sentences/s | Pareto |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| dataset | train sents | test sents | model | mode | lr | epochs | r | exit layer "
+           "| test F1 | seeds | sentences/s | Pareto |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     from seqrep.lab.report import layer_cell
 
     for p in points:
         cells = [p["dataset"], str(p["train_sentences"] or "-"),
                  str(p.get("test_sentences") or "-"), p["model"], p["finetune"],
-                 "-" if p.get("lr") is None else f"{p['lr']:g}", str(p["r"]),
+                 "-" if p.get("lr") is None else f"{p['lr']:g}", str(p.get("epochs") or "-"),
+                 str(p["r"]),
                  layer_cell(p), f"{p['f1']:.2f}", str(p["seeds"]),
                  f"{p['sentences_per_second']:.1f}",
                  "yes" if p["pareto"] else ""]

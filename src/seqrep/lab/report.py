@@ -16,7 +16,7 @@ from typing import Any
 
 from seqrep.fileio import write_text
 from seqrep.lab.identity import setting_hash
-from seqrep.lab.results import read_records
+from seqrep.lab.results import read_sources
 
 
 def summarize(values: Iterable[float]) -> dict[str, float | int | None]:
@@ -333,7 +333,8 @@ def report(results: str | Path | list[str | Path], out: str | Path,
     """Write ``OUT/results.md`` and PNG plots from results stores; returns the Markdown path.
 
     Args:
-        results: one results store (JSONL) or several, read together.
+        results: one results store (JSONL) or several, or finished run folders (a run made
+            by ``seqrep train``), read together.
         out: output folder.
         bench: ``seqrep bench --output`` JSON files (one or several, from the same machine)
             whose cut-model rows are plotted and whose speeds place settings on the frontier.
@@ -343,8 +344,7 @@ def report(results: str | Path | list[str | Path], out: str | Path,
 
     out = Path(out)
     stores = results if isinstance(results, list) else [results]
-    records = [r for store in stores for r in read_records(store)
-               if r.get("kind", "run") == "run"]
+    records = [r for r in read_sources(stores) if r.get("kind", "run") == "run"]
     rows = group(records)
     benches = [] if bench is None else bench if isinstance(bench, list) else [bench]
     datas = [json.loads(Path(b).read_text(encoding="utf-8")) for b in benches]

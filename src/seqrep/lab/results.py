@@ -80,6 +80,47 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
+def run_record(folder: str | Path) -> dict[str, Any]:
+    """A finished ``seqrep train`` run folder as a store record (``run.json`` and
+    ``metrics.json``), so a run made outside a grid (the CPU recipes) joins a report.
+
+    The configuration is the one the run recorded; a run whose exit layer was picked by
+    ``--exit-layer auto`` (its ``run.json`` holds the sweep) reads as ``auto``, as a grid
+    records it, with the chosen layer in its metrics.
+
+    Raises:
+        ConfigError: the folder holds no finished run (named, with what is missing).
+    """
+    from seqrep.errors import ConfigError
+    from seqrep.lab.identity import config_hash
+
+    folder = Path(folder)
+    try:
+        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+        config = {"labeler": dict(run["labeler"]), "train": dict(run["train"])}
+    except FileNotFoundError as err:
+        raise ConfigError(f"{folder}: not a finished run ({Path(err.filename).name} is "
+                          f"missing); expected a results store (JSONL) or a run folder") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as err:
+        raise ConfigError(f"{folder}: run.json / metrics.json unreadable ({err})") from None
+    if metrics.get("status") != "finished":
+        raise ConfigError(f"{folder}: the run has not finished (status "
+                          f"{metrics.get('status')!r})")
+    if "exit_search" in run:
+        config["labeler"]["exit_layer"] = "auto"
+    return {"run_id": config_hash(config), "name": folder.name, "config": config,
+            "metrics": metrics, "source": str(folder)}
+
+
+def read_sources(paths: list[str | Path]) -> list[dict[str, Any]]:
+    """The records of results stores (JSONL files) and run folders, in the order given."""
+    out: list[dict[str, Any]] = []
+    for path in paths:
+        out += [run_record(path)] if Path(path).is_dir() else read_records(path)
+    return out
+
+
 def environment() -> dict[str, Any]:
     """Package versions, the project's git commit and the machine, for a record."""
     import platform
