@@ -244,6 +244,16 @@ def test_frontier_marks_the_pareto_settings() -> None:
         p["pareto"] for p in frontier(rows, bench)]
     assert [p["train_sentences"] for p in points2] == [500, 500, 500, 500, 2000]
     assert points2[-1]["pareto"]
+    # a learning-rate sweep: the rate best on validation stands, even where another rate
+    # scored higher on test
+    sweep = [{**row("enc", 0, None, f1), "train_sentences": 2000, "lr": lr,
+              "val_f1": {"mean": val}} for lr, f1, val in ((1e-4, 88.0, 80.0),
+                                                            (5e-4, 86.0, 84.0))]
+    chosen = [p for p in frontier([*rows, *sweep], bench) if p["train_sentences"] == 2000]
+    assert [(p["lr"], p["f1"], p["swept"]) for p in chosen] == [(5e-4, 86.0, 2)]
+    from seqrep.lab.frontier import frontier_markdown
+
+    assert "| 0.0005 (of 2) |" in frontier_markdown(chosen).replace("**", "")
     fewer_test = {**row("enc", 0, None, 95.0), "test_sentences": 100}
     assert frontier([*rows, fewer_test], bench)[-1]["pareto"]  # another test set: apart too
     assert points[("enc", 0, None)]["pareto"]

@@ -6,6 +6,8 @@ to the bench row of its model, r and exit layer (encoders: the encoder row). A s
 Pareto-optimal when no other setting of its budget (the same dataset, number of training
 sentences and test set) is at least as accurate and as fast and better in one of the two:
 settings trained on more sentences, or scored on another test set, do not push it off.
+Where a setting ran at several learning rates (a sweep), only the rate with the best
+validation F1 stands on the frontier: the choice is made on validation, never on test.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ def _speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
 def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Fine-tuned settings (rows of :func:`seqrep.lab.report.group`) with a measured speed:
     ``dataset, model, finetune, r, unmask, exit_layer, f1, f1_std, seeds,
-    sentences_per_second, pareto``, fastest first within each dataset."""
+    sentences_per_second, pareto``, fastest first within each budget; of a learning-rate
+    sweep, the rate best on validation (``swept``: how many rates it was chosen from)."""
     points = []
     for r in rows:
         if r["finetune"] == "probe" or r["test_f1"]["mean"] is None or r["unmask"] != "none":
@@ -40,7 +43,9 @@ def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[di
                                              "exit_layer", "auto_exit", "lr",
                                              "train_sentences", "test_sentences", "epochs")}
                       | {"f1": r["test_f1"]["mean"], "f1_std": r["test_f1"]["std"],
+                         "val_f1": r.get("val_f1", {}).get("mean") or 0.0,
                          "seeds": len(r["seeds"]), "sentences_per_second": speed})
+    points = _chosen_on_validation(points)
     for ps in _budgets(points).values():
         for p in ps:
             p["pareto"] = not any(
@@ -49,6 +54,20 @@ def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[di
                 and (q["f1"] > p["f1"] or q["sentences_per_second"] > p["sentences_per_second"])
                 for q in ps)
     return sorted(points, key=lambda p: (*_budget(p), -p["sentences_per_second"]))
+
+
+def _chosen_on_validation(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Of settings equal in all but the learning rate, the one best on validation."""
+    sweeps: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for p in points:
+        sweeps[tuple((k, str(v)) for k, v in sorted(p.items())
+                     if k not in ("lr", "f1", "f1_std", "val_f1", "seeds",
+                                  "sentences_per_second"))].append(p)
+    chosen = []
+    for sweep in sweeps.values():
+        best = max(sweep, key=lambda p: p["val_f1"])
+        chosen.append({**best, "swept": len(sweep)})
+    return chosen
 
 
 def _budget(p: dict[str, Any]) -> tuple[str, int, int]:
@@ -70,7 +89,8 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
            "Test F1 (mean over seeds) against inference sentences/s measured by `seqrep "
            "bench` on the same machine; **bold**: Pareto-optimal within its budget (nothing "
            "else trained on as many sentences and scored on the same test sentences is at "
-           "least as accurate and as fast).", "",
+           "least as accurate and as fast). A learning rate marked \"of N\" was chosen on "
+           "validation among the N of a sweep.", "",
            "| dataset | train sents | test sents | model | mode | lr | epochs | r | exit layer "
            "| test F1 | seeds | sentences/s | Pareto |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -79,7 +99,7 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
     for p in points:
         cells = [p["dataset"], str(p["train_sentences"] or "-"),
                  str(p.get("test_sentences") or "-"), p["model"], p["finetune"],
-                 "-" if p.get("lr") is None else f"{p['lr']:g}", str(p.get("epochs") or "-"),
+                 _lr(p), str(p.get("epochs") or "-"),
                  str(p["r"]),
                  layer_cell(p), f"{p['f1']:.2f}", str(p["seeds"]),
                  f"{p['sentences_per_second']:.1f}",
@@ -88,6 +108,12 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
             cells = [f"**{c}**" if c else c for c in cells]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
+
+
+def _lr(p: dict[str, Any]) -> str:
+    if p.get("lr") is None:
+        return "-"
+    return f"{p['lr']:g}" + (f" (of {p['swept']})" if p.get("swept", 1) > 1 else "")
 
 
 def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
@@ -106,14 +132,12 @@ def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
         by_ds[p["dataset"]].append(p)
     for ds, ps in sorted(by_ds.items()):
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        many_lr = {m for m in {p["model"] for p in ps}
-                   if len({p.get("lr") for p in ps if p["model"] == m}) > 1}
         budgets = sorted(_budgets(ps))
         for p in ps:
             colour = f"C{budgets.index(_budget(p)) % 10}"
             ax.scatter(p["sentences_per_second"], p["f1"], s=60 if p["pareto"] else 20,
                        color=colour, edgecolors="black" if p["pareto"] else "none", zorder=3)
-            lr = f" lr={p['lr']:g}" if p["model"] in many_lr else ""
+            lr = f" lr={p['lr']:g}" if p.get("swept", 1) > 1 else ""
             ax.annotate(f"{p['model']} {p['finetune']} r={p['r']} L={p['exit_layer'] or 'all'}"
                         f"{lr}",
                         (p["sentences_per_second"], p["f1"]), fontsize=7,
