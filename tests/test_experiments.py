@@ -450,3 +450,22 @@ def test_report_reads_run_folders_beside_stores(tmp_path: Path) -> None:
     (run / "metrics.json").unlink()
     with pytest.raises(ConfigError, match="cpu-recipe: not a finished run .metrics.json"):
         run_record(run)
+
+
+def test_best_setting_is_chosen_on_validation_within_a_budget() -> None:
+    """The best-setting table picks by validation F1 per budget: a rate that did better on
+    test but worse on validation is not the one shown, and a larger budget has its own row."""
+    from seqrep.lab.report import markdown
+
+    a = _record(88.0, 1, r=0, exit_layer=None)  # validation 0.89
+    b = {**_record(86.0, 1, r=0, exit_layer=None), "run_id": "b"}
+    b["config"]["train"]["lr"] = 5e-4
+    b["metrics"]["validation"]["f1"] = 0.95
+    big = {**_record(70.0, 1, r=1, exit_layer=20), "run_id": "big"}
+    big["metrics"] = {**big["metrics"], "train_sentences": 2000}
+    md = markdown(group([a, b, big]))
+    table = md[md.index("### Best setting"):]
+    assert "(chosen on validation F1)" in table
+    assert ("| conll2003 | 1000 / - | smollm2-135m | full | 0.0005 | 0 | none | all | 95.00 "
+            "| 86.00 |") in table
+    assert "| conll2003 | 2000 / - | smollm2-135m | full | 5e-05 | 1 | none | 20 |" in table
