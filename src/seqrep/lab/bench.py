@@ -128,7 +128,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
              threads: int | None, repeats: int = 1, precision: str = "fp32",
              exported: str | None = None) -> dict[str, Any]:
     """One configuration, in a child process. ``mode``: cut, full_hidden_states or encoder.
-    ONNX rows run the export in ``exported`` (made by :func:`_export`; a fresh one if None)."""
+    ONNX rows run the export in ``exported`` (made by :func:`_export`)."""
     import resource
 
     from seqrep.model.labeler import SequenceLabeler
@@ -145,14 +145,11 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     waste = 1.0 - sum(lengths) / sum(m.numel() for m in masks)
     linear, blocks, width = flops_per_token(lab.backbone)
     flops = sum(2 * t * linear + 4 * blocks * t * t * width for t in lengths)
-    scratch = None
     if precision in ONNX:
         from seqrep.export.runtime import OnnxLabeler
 
         if exported is None:
-            scratch = tempfile.TemporaryDirectory(prefix="seqrep-bench-")
-            exported = str(Path(scratch.name) / "export")
-            _export(model, repetitions, exit_layer, exported, ONNX[precision], threads)
+            raise ValueError(f"an {precision} row needs the folder _export wrote")
         lab = OnnxLabeler.from_pretrained(exported, intra_op_num_threads=threads
                                           or torch.get_num_threads(), variant=ONNX[precision])
 
@@ -172,8 +169,6 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     for w in words[:latency_sentences]:
         run([w], 1)
     latency = (time.perf_counter() - start) / max(1, min(latency_sentences, len(words)))
-    if scratch is not None:
-        scratch.cleanup()
     return {"model": model, "mode": mode, "precision": precision, "repetitions": repetitions,
             "exit_layer": exit_layer if mode != "encoder" else None,
             "layers_computed": blocks, "sentences": len(words), "tokens": sum(lengths),

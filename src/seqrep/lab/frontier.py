@@ -16,6 +16,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from seqrep.lab.report import _lr_cell, budget, layer_cell
+
 
 def _speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
     for b in bench:
@@ -53,7 +55,7 @@ def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[di
                 and q["sentences_per_second"] >= p["sentences_per_second"]
                 and (q["f1"] > p["f1"] or q["sentences_per_second"] > p["sentences_per_second"])
                 for q in ps)
-    return sorted(points, key=lambda p: (*_budget(p), -p["sentences_per_second"]))
+    return sorted(points, key=lambda p: (*budget(p), -p["sentences_per_second"]))
 
 
 def _chosen_on_validation(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -70,14 +72,10 @@ def _chosen_on_validation(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return chosen
 
 
-def _budget(p: dict[str, Any]) -> tuple[str, int, int]:
-    return p["dataset"], p.get("train_sentences") or 0, p.get("test_sentences") or 0
-
-
 def _budgets(points: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
     by: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for p in points:
-        by[_budget(p)].append(p)
+        by[budget(p)].append(p)
     return by
 
 
@@ -94,8 +92,6 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
            "| dataset | train sents | test sents | model | mode | lr | epochs | r | exit layer "
            "| test F1 | seeds | sentences/s | Pareto |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    from seqrep.lab.report import layer_cell
-
     for p in points:
         cells = [p["dataset"], str(p["train_sentences"] or "-"),
                  str(p.get("test_sentences") or "-"), p["model"], p["finetune"],
@@ -111,9 +107,8 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
 
 
 def _lr(p: dict[str, Any]) -> str:
-    if p.get("lr") is None:
-        return "-"
-    return f"{p['lr']:g}" + (f" (of {p['swept']})" if p.get("swept", 1) > 1 else "")
+    swept = f" (of {p['swept']})" if p.get("lr") is not None and p.get("swept", 1) > 1 else ""
+    return _lr_cell(p) + swept
 
 
 def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
@@ -134,7 +129,7 @@ def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         budgets = sorted(_budgets(ps))
         for p in ps:
-            colour = f"C{budgets.index(_budget(p)) % 10}"
+            colour = f"C{budgets.index(budget(p)) % 10}"
             ax.scatter(p["sentences_per_second"], p["f1"], s=60 if p["pareto"] else 20,
                        color=colour, edgecolors="black" if p["pareto"] else "none", zorder=3)
             lr = f" lr={p['lr']:g}" if p.get("swept", 1) > 1 else ""
@@ -143,7 +138,7 @@ def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
                         (p["sentences_per_second"], p["f1"]), fontsize=7,
                         xytext=(4, 3), textcoords="offset points")
         for i, b in enumerate(budgets):
-            best = sorted((p for p in ps if p["pareto"] and _budget(p) == b),
+            best = sorted((p for p in ps if p["pareto"] and budget(p) == b),
                           key=lambda p: p["sentences_per_second"])
             ax.plot([p["sentences_per_second"] for p in best], [p["f1"] for p in best],
                     f"C{i % 10}--", lw=1,

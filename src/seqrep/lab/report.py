@@ -101,6 +101,11 @@ def layer_cell(row: dict[str, Any]) -> str:
     return str(row["exit_layer"] or "all")
 
 
+def budget(row: dict[str, Any]) -> tuple[str, int, int]:
+    """A setting's budget: its dataset, training sentences and test sentences (0: unknown)."""
+    return row["dataset"], row.get("train_sentences") or 0, row.get("test_sentences") or 0
+
+
 def _lr_cell(row: dict[str, Any]) -> str:
     return "-" if row.get("lr") is None else f"{row['lr']:g}"
 
@@ -225,8 +230,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         return r["val_f1"]["mean"] if r["val_f1"]["mean"] is not None else -1.0
 
     for r in rows:
-        k = (r["dataset"], r["train_sentences"] or 0, r["test_sentences"] or 0, r["model"],
-             r["finetune"] == "probe")
+        k = (*budget(r), r["model"], r["finetune"] == "probe")
         if r["test_f1"]["mean"] is not None and (k not in best or val(r) > val(best[k])):
             best[k] = r
     for (ds, n_train, n_test, model, _), r in sorted(best.items()):
