@@ -390,6 +390,17 @@ def test_report_shows_the_learning_rate_of_each_setting() -> None:
     assert "| smollm2-135m | full | 0.0002 | 0 |" in md
 
 
+def test_report_says_when_the_lowest_layers_were_frozen() -> None:
+    plain, frozen = _record(83.0, 1), _record(80.0, 1)
+    frozen["run_id"] += "f"
+    frozen["config"]["labeler"]["frozen_layers"] = 10
+    rows = group([plain, frozen])
+    assert sorted(r["finetune"] for r in rows) == ["full", "full, 10 frozen"]
+    md = markdown(rows)
+    assert "| smollm2-135m | full | 5e-05 | 1 |" in md
+    assert "| smollm2-135m | full, 10 frozen | 5e-05 | 1 |" in md
+
+
 def test_run_bench_exports_once_for_both_onnx_rows(tiny, tmp_path, monkeypatch) -> None:
     """A whole bench run over fp32, onnx and onnx-int8: one export of the setting (in its own
     process) serves both ONNX rows, and every row is measured."""

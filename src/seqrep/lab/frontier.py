@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from seqrep.lab.report import _lr_cell, budget, layer_cell
+from seqrep.lab.cells import budget, layer_cell, lr_cell, save_figure
 
 
 def _speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
@@ -108,7 +108,7 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
 
 def _lr(p: dict[str, Any]) -> str:
     swept = f" (of {p['swept']})" if p.get("lr") is not None and p.get("swept", 1) > 1 else ""
-    return _lr_cell(p) + swept
+    return lr_cell(p) + swept
 
 
 def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
@@ -119,7 +119,6 @@ def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from seqrep.lab.report import _save
 
     made = []
     by_ds: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -148,5 +147,5 @@ def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
         ax.set_ylabel("test F1 (%)")
         ax.set_title(f"{ds}: accuracy against speed")
         ax.legend(loc="lower left", fontsize=8)
-        made.append(_save(fig, out / f"{ds}_frontier.png"))
+        made.append(save_figure(fig, out / f"{ds}_frontier.png"))
     return made

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.fileio import write_text
+from seqrep.lab.cells import budget, layer_cell, lr_cell, save_figure
 from seqrep.lab.identity import setting_hash
 from seqrep.lab.results import read_sources
 
@@ -55,12 +56,19 @@ def strategy(record: dict[str, Any]) -> dict[str, Any]:
         exit_layer = record["metrics"].get("exit_layer")
     return {"rest": setting_hash(record["config"], VARIED),
             "model": Path(lab["model"]).name, "dataset": Path(tr["dataset"]).name,
-            "finetune": "probe" if probe else lab["finetune"], "r": lab["repetitions"],
+            "finetune": "probe" if probe else _finetune(lab), "r": lab["repetitions"],
             "unmask": lab["unmask"], "exit_layer": exit_layer, "auto_exit": auto,
             "lr": None if probe else tr.get("lr"),
             "train_sentences": record["metrics"].get("train_sentences"),
             "test_sentences": (record["metrics"].get("test") or {}).get("sentences"),
             "epochs": None if probe else tr["epochs"]}
+
+
+def _finetune(lab: dict[str, Any]) -> str:
+    """The fine-tuning cell: ``full``, ``lora``, ``frozen``, or ``full, 10 frozen`` when the
+    lowest layers were frozen (``frozen_layers``), so such a run never reads as plain ``full``."""
+    n = lab.get("frozen_layers") or 0
+    return f"{lab['finetune']}, {n} frozen" if n else lab["finetune"]
 
 
 def _groups(records: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
@@ -92,22 +100,6 @@ def group(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows.sort(key=lambda r: (r["dataset"], r["model"], r["finetune"], str(r["unmask"]), r["r"],
                              r["exit_layer"] or 0))
     return rows
-
-
-def layer_cell(row: dict[str, Any]) -> str:
-    """A row's exit layer as a table shows it: ``20``, ``11 (auto)`` or ``all``."""
-    if row.get("auto_exit"):
-        return f"{row['exit_layer']} (auto)"
-    return str(row["exit_layer"] or "all")
-
-
-def budget(row: dict[str, Any]) -> tuple[str, int, int]:
-    """A setting's budget: its dataset, training sentences and test sentences (0: unknown)."""
-    return row["dataset"], row.get("train_sentences") or 0, row.get("test_sentences") or 0
-
-
-def _lr_cell(row: dict[str, Any]) -> str:
-    return "-" if row.get("lr") is None else f"{row['lr']:g}"
 
 
 def _test_f1_by_seed(recs: list[dict[str, Any]]) -> dict[int, float]:
@@ -215,7 +207,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
                 "| 95% CI | val F1 | seeds | train s |",
                 "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rs:
-            out.append(f"| {r['model']} | {r['finetune']} | {_lr_cell(r)} | {r['r']} | "
+            out.append(f"| {r['model']} | {r['finetune']} | {lr_cell(r)} | {r['r']} | "
                        f"{r['unmask']} | {layer_cell(r)} | {r['train_sentences'] or '-'} / "
                        f"{r['test_sentences'] or '-'} | "
                        f"{_fmt(r['test_f1'])} | {_ci(r['test_f1'])} | {_fmt(r['val_f1'])} | "
@@ -235,7 +227,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             best[k] = r
     for (ds, n_train, n_test, model, _), r in sorted(best.items()):
         out.append(f"| {ds} | {n_train or '-'} / {n_test or '-'} | {model} | {r['finetune']} | "
-                   f"{_lr_cell(r)} | {r['r']} | {r['unmask']} | {layer_cell(r)} | "
+                   f"{lr_cell(r)} | {r['r']} | {r['unmask']} | {layer_cell(r)} | "
                    f"{_fmt(r['val_f1'])} | {_fmt(r['test_f1'])} |")
     return "\n".join(out) + "\n"
 
@@ -270,7 +262,7 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
                                   + (f" lr={lr:g}" if model in many_lr else ""))
             ax.set(xlabel="repetitions r", ylabel="test F1 (%)", title=f"{ds}: F1 against r")
             ax.legend(fontsize=6)
-            made.append(_save(fig, out / f"{ds}_f1_vs_r.png"))
+            made.append(save_figure(fig, out / f"{ds}_f1_vs_r.png"))
             fig, ax = plt.subplots(figsize=(6, 4))
             ax2 = ax.twinx()
             causal = [r for r in tuned if r["unmask"] == "none"]
@@ -291,7 +283,7 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
             ax2.set_ylabel("p(k)")
             ax.legend(loc="lower right", fontsize=7)
             ax2.legend(loc="upper left", fontsize=7)
-            made.append(_save(fig, out / f"{ds}_visibility.png"))
+            made.append(save_figure(fig, out / f"{ds}_visibility.png"))
         series = defaultdict(list)
         for r in rs:
             if r["exit_layer"]:
@@ -308,7 +300,7 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
                             lw=1 if probe else 2, label=f"{model} {ft} r={rep} unmask={unmask}")
             ax.set(xlabel="exit layer", ylabel="test F1 (%)", title=f"{ds}: F1 against exit layer")
             ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside
-            made.append(_save(fig, out / f"{ds}_f1_vs_layer.png"))
+            made.append(save_figure(fig, out / f"{ds}_f1_vs_layer.png"))
     if bench:
         fig, ax = plt.subplots(figsize=(6, 4))
         series = defaultdict(list)
@@ -321,20 +313,8 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
                     + ("" if precision == "fp32" else f" {precision}"))
         ax.set(xlabel="exit layer", ylabel="sentences / s", title="throughput against exit layer")
         ax.legend(fontsize=7)
-        made.append(_save(fig, out / "throughput_vs_layer.png"))
+        made.append(save_figure(fig, out / "throughput_vs_layer.png"))
     return made
-
-
-def _save(fig: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110)
-    tmp.replace(path)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
-    return path
 
 
 def report(results: str | Path | list[str | Path], out: str | Path,

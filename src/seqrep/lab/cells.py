@@ -1,0 +1,37 @@
+"""How a results row is shown: the cells the tables of report and frontier share, and the
+way their figures are written (atomically, then closed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def layer_cell(row: dict[str, Any]) -> str:
+    """A row's exit layer as a table shows it: ``20``, ``11 (auto)`` or ``all``."""
+    if row.get("auto_exit"):
+        return f"{row['exit_layer']} (auto)"
+    return str(row["exit_layer"] or "all")
+
+
+def budget(row: dict[str, Any]) -> tuple[str, int, int]:
+    """A setting's budget: its dataset, training sentences and test sentences (0: unknown)."""
+    return row["dataset"], row.get("train_sentences") or 0, row.get("test_sentences") or 0
+
+
+def lr_cell(row: dict[str, Any]) -> str:
+    """A row's body learning rate: ``5e-05``, or ``-`` for a probe (no fine-tuning)."""
+    return "-" if row.get("lr") is None else f"{row['lr']:g}"
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    """Write a matplotlib figure as a PNG through a temporary file, then close it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=110)
+    tmp.replace(path)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
