@@ -10,6 +10,10 @@ import pytest
 import torch
 from support import make_tiny
 
+# the suite's expected outputs are fp32: a CPU with native bf16 would otherwise run inference
+# under bf16 autocast by default (seqrep.model.device); set here so subprocesses inherit it
+os.environ["SEQREP_CPU_BF16"] = "0"
+
 
 @pytest.fixture(scope="session")
 def tiny_root(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -39,7 +39,9 @@ def test_evaluate_json(run_dir: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert set(data) == {"precision", "recall", "f1", "per_label", "sentences", "seconds",
-                         "predicted_spans", "gold_spans"}
+                         "predicted_spans", "gold_spans", "ran_on"}
+    # where it ran, so a score is never read without its numerics (auto is fp32 here)
+    assert data["ran_on"] == {"runtime": "torch", "device": "cpu", "autocast": "fp32"}
     assert data["gold_spans"] == 10 * 2  # one PER and one LOC span per sentence
     assert data["sentences"] == 10
     metrics = json.loads((run_dir / "metrics.json").read_text())

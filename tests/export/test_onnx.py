@@ -191,6 +191,8 @@ def test_load_labeler_picks_the_runtime(exported) -> None:
     assert isinstance(load_labeler(out), OnnxLabeler)
     assert isinstance(load_labeler(out, "onnx", threads=1), OnnxLabeler)
     assert isinstance(load_labeler(saved, device="cpu"), SequenceLabeler)
+    assert (load_labeler(out).runtime, load_labeler(saved, device="cpu").runtime) == (
+        "onnx", "torch")
     with pytest.raises(ConfigError, match="ONNX export"):
         load_labeler(out, "torch")
     with pytest.raises(ModelError, match="not a seqrep ONNX export"):
@@ -231,6 +233,7 @@ def test_int8_variant(exported, tmp_path: Path) -> None:
     fp32 = OnnxLabeler.from_pretrained(folder)
     q = load_labeler(folder, "onnx-int8")
     assert q.model_file == INT8_FILE and fp32.model_file == meta["model_file"]
+    assert (q.runtime, fp32.runtime) == ("onnx-int8", "onnx")
     a, b = fp32.word_logits(SENTENCES), q.word_logits(SENTENCES, 2)
     diff = _max_diff(a, b)
     assert 0 < diff < 0.05

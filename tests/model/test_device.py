@@ -28,7 +28,27 @@ def test_bad_choices_are_config_errors() -> None:
         resolve_precision("fp16", torch.device("cpu"))
     with pytest.raises(ConfigError, match="expected one of"):
         resolve_precision("fp8", torch.device("cpu"))
-    assert resolve_precision("auto", torch.device("cpu")) == "fp32"
+    assert resolve_precision("auto", torch.device("cpu")) == "fp32"  # conftest: no native bf16
+
+
+def test_auto_is_bf16_for_inference_on_a_cpu_with_native_bf16(monkeypatch) -> None:
+    from seqrep.model import device
+
+    cpu = torch.device("cpu")
+    monkeypatch.setenv("SEQREP_CPU_BF16", "1")
+    device.cpu_has_bf16.cache_clear()
+    try:
+        assert device.cpu_has_bf16()
+        assert resolve_precision("auto", cpu) == "bf16"
+        assert resolve_precision("auto", cpu, training=True) == "fp32"
+        assert resolve_precision("fp32", cpu) == "fp32"
+        assert Placement.resolve("cpu", "auto").precision == "bf16"
+        assert Placement.resolve("cpu", "auto", training=True).precision == "fp32"
+        monkeypatch.setenv("SEQREP_CPU_BF16", "0")
+        device.cpu_has_bf16.cache_clear()
+        assert resolve_precision("auto", cpu) == "fp32"
+    finally:
+        device.cpu_has_bf16.cache_clear()
 
 
 def test_bf16_autocast_stays_close_to_fp32(tiny) -> None:

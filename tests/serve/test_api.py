@@ -98,6 +98,7 @@ def test_health_and_model(client, labeler) -> None:
     import seqrep
 
     assert info["seqrep_version"] == seqrep.__version__ and info["loaded"] is True
+    assert (info["runtime"], info["device"], info["autocast"]) == ("torch", "cpu", "fp32")
     assert info["limits"]["max_texts"] == SMALL.max_texts
 
 

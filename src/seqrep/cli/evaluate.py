@@ -91,8 +91,13 @@ def evaluate_command(values: dict[str, Any]) -> None:
     else:
         progress = None if values["quiet"] or values["as_json"] else _progress(len(gold))
         result = run_eval(labeler, gold, values["decoding"], values["batch_size"], progress)
+    where = labeler.placement
+    runtime = labeler.runtime
+    result["ran_on"] = {"runtime": runtime, "device": str(where.device),
+                        "autocast": where.precision}
     show(result, f"{corpus.name or dataset}: {result['sentences']} sentences, "
-                 f"{result['seconds']:.1f} s", values["as_json"])
+                 f"{result['seconds']:.1f} s ({runtime}, {where.device}, {where.precision})",
+         values["as_json"])
 
 
 evaluate = command(evaluate_command, _params(), evaluate_command.__doc__ or "")

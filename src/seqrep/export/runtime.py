@@ -62,6 +62,7 @@ class OnnxLabeler(EncodesSentences):
     """
 
     training = False
+    runtime = "onnx"  # "onnx-int8" when the int8 graph was loaded
 
     def __init__(self, session: Any, tokenizer: Any, config: LabelerConfig,
                  info: BackboneInfo, meta: dict[str, Any] | None = None) -> None:
@@ -151,6 +152,8 @@ class OnnxLabeler(EncodesSentences):
         session = cls.make_session(model_path, intra_op_num_threads)
         labeler = cls(session, tokenizer, config, _info(meta), meta)
         labeler.model_file = name
+        if variant == "int8":
+            labeler.runtime = "onnx-int8"
         return labeler
 
     @classmethod

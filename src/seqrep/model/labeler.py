@@ -39,6 +39,8 @@ class SequenceLabeler(EncodesSentences, nn.Module):
     Build one with :meth:`from_model` (new head) or :meth:`from_pretrained` (a saved run).
     """
 
+    runtime = "torch"  # what runs the forward pass (OnnxLabeler: "onnx")
+
     def __init__(self, config: LabelerConfig, backbone: Backbone) -> None:
         super().__init__()
         info = backbone.info

@@ -95,6 +95,9 @@ class ModelInfo(BaseModel):
     unmask: str
     decoding: str
     finetune: str
+    runtime: str | None = Field(description="torch, onnx or onnx-int8; null until loaded")
+    device: str | None = Field(description="where the forward pass runs; null until loaded")
+    autocast: str | None = Field(description="fp32, bf16 or fp16; null until loaded")
     seqrep_version: str
     loaded: bool
     limits: dict[str, Any]

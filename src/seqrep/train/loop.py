@@ -44,7 +44,7 @@ class Trainer:
         from accelerate import Accelerator
 
         self.lcfg, self.cfg, self.output, self.data = lcfg, tcfg, output, data
-        placement = Placement.resolve(tcfg.device, tcfg.precision)
+        placement = Placement.resolve(tcfg.device, tcfg.precision, training=True)
         self.accelerator = Accelerator(cpu=placement.device.type == "cpu")
         self.rank = self.accelerator.process_index
         self.world = self.accelerator.num_processes

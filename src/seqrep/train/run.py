@@ -129,7 +129,8 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
                               f"({err})") from None
         reader_options = saved.get("reader_options") or {}
     train_config = train_config.resolved(labeler_config.finetune)
-    Placement.resolve(train_config.device, train_config.precision)  # fail before reading data
+    # fail before reading data
+    Placement.resolve(train_config.device, train_config.precision, training=True)
     if labeler_config.finetune == "qlora":
         check_qlora()
     data = load_data(train_config, reader_options)
