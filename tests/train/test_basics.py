@@ -74,3 +74,22 @@ def test_existing_run_is_not_clobbered(tiny, corpus, tmp_path: Path) -> None:
         train(*configs(tiny("llama"), corpus, epochs=1), out, quiet=True)
     with pytest.raises(SeqrepError, match="nothing to resume"):
         train(*configs(tiny("llama"), corpus, epochs=1), out, resume=True, quiet=True)
+
+
+@pytest.mark.slow
+def test_compiled_training_matches_and_saves_plain_names(tiny, corpus, tmp_path: Path) -> None:
+    """--compile: torch.compile of the backbone in place trains to the same losses (within
+    float noise of fused kernels) and saves the same parameter names as an eager run."""
+    lab, cfg = configs(tiny("llama"), corpus, epochs=1)
+    eager = train(lab, cfg, tmp_path / "eager", quiet=True)
+    compiled = train(lab, cfg.replace(compile=True), tmp_path / "compiled", quiet=True)
+    assert compiled["status"] == "finished"
+    assert compiled["validation"]["train_loss"] == pytest.approx(
+        eager["validation"]["train_loss"], rel=1e-3)
+    name = "backbone/model.safetensors"
+    a = load_file(str(tmp_path / "eager" / "best" / name))
+    b = load_file(str(tmp_path / "compiled" / "best" / name))
+    assert a.keys() == b.keys() and not any("_orig_mod" in k for k in b)
+    assert max((a[k] - b[k]).abs().max().item() for k in a) < 1e-3
+    saved = json.loads((tmp_path / "compiled" / "run.json").read_text())
+    assert saved["train"]["compile"] is True

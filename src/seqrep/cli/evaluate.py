@@ -47,8 +47,8 @@ def _params() -> list:
             "run code shipped with the model (never enabled by the run folder itself)"))),
         p("device", str, typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N or mps")),
         p("precision", str, typer.Option("auto", "--precision",
-                                         help="auto (bf16 on GPUs, fp32 on CPUs), fp32, bf16 "
-                                              "or fp16")),
+                                         help="auto (bf16 on GPUs and on CPUs with native bf16, "
+                                              "else fp32), fp32, bf16 or fp16")),
         p("runtime", str, typer.Option("auto", "--runtime", help="torch, onnx, onnx-int8 or "
                                        "auto (onnx for a seqrep export folder)")),
         p("as_json", bool, typer.Option(False, "--json", help="print JSON (fractions 0..1)")),

@@ -54,7 +54,8 @@ def predict(
         help="run code shipped with the model (never enabled by the run folder itself)"),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N or mps"),
     precision: str = typer.Option("auto", "--precision",
-                                  help="auto (bf16 on GPUs, fp32 on CPUs), fp32, bf16 or fp16"),
+                                  help="auto (bf16 on GPUs and on CPUs with native "
+                                       "bf16, else fp32), fp32, bf16 or fp16"),
     runtime: str = typer.Option("auto", "--runtime", help="torch, onnx, onnx-int8 or auto "
                                 "(onnx for a seqrep export folder)"),
 ) -> None:

@@ -21,7 +21,8 @@ from typing import Any
 NEUTRAL: dict[str, dict[str, Any]] = {
     "labeler": {"task": "auto", "frozen_layers": 0},
     "train": {"batch_tokens": None, "device": "auto", "precision": "auto",
-              "gradient_checkpointing": False, "exit_search_sentences": 1000},
+              "gradient_checkpointing": False, "exit_search_sentences": 1000,
+              "compile": False},
 }
 
 

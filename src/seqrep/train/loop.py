@@ -54,6 +54,8 @@ class Trainer:
         if tcfg.gradient_checkpointing:
             self.labeler.backbone.gradient_checkpointing_enable(
                 gradient_checkpointing_kwargs={"use_reentrant": False})
+        if tcfg.compile:  # in place: parameter names, state dicts and checkpoints unchanged
+            self.labeler.backbone.compile(dynamic=True)
         self.labeler.train()
         # DDP when there are several processes; the labeler itself otherwise
         self.model = self.accelerator.prepare_model(self.labeler, device_placement=False)
