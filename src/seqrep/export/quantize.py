@@ -6,7 +6,9 @@ linear layers' MatMuls only, with every linear of the first and last layers and 
 down-projection kept in fp32. Measured on SmolLM2-135M cut at layer 10 (r = 1), first 1,000
 CoNLL-2003 test sentences: F1 44.34 against fp32's 44.16, 1.24x fp32 ONNX Runtime's speed.
 Without the fp32 nodes it lost 1.9 points; static QDQ calibration lost 0.2 to 5.7 and ran no
-faster (see ``scripts/quantize_int8.py``). Other models may differ: check F1 before use.
+faster (see ``scripts/quantize_int8.py``). On Gemma-3-270m's CPU recipe (r = 1, layer 11),
+the full test set: F1 91.22 against 91.25, 1.28x (results/int8-gemma.json). Other models may
+differ: check F1 before use.
 """
 
 from __future__ import annotations
