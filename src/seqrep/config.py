@@ -171,8 +171,9 @@ class TrainConfig(_Config):
     max_grad_norm: float = _f(1.0, "gradient clipping norm (0: off)")
     gradient_checkpointing: bool = _f(False, "recompute activations in the backward pass "
                                              "(less memory, about a third more time)")
-    compile: bool = _f(False, "torch.compile the backbone (dynamic shapes): faster steps after "
-                              "minutes of compiling, so for long runs (see README)")
+    compile: bool = _f(False, "torch.compile the backbone (dynamic shapes): 1.09x faster steps "
+                              "after about 3 minutes of compiling on a 2-core CPU, so only for "
+                              "long runs")
     eval_every: int = _f(0, "evaluate every N optimizer steps (0: at the end of each epoch)")
     checkpoint_every: int = _f(0, "write a resumable checkpoint every N optimizer steps "
                                   "(0: at each evaluation)")
