@@ -268,13 +268,13 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
         """What is served: labels, backbone, repetitions, exit layer, unmask, decoding, and
         where it runs (runtime, device, autocast; null until loaded)."""
         cfg, lab = state.config, state.labeler
-        where = lab.placement if lab is not None else None
+        where = getattr(lab, "placement", None)  # any labeler-like object may be served
         types = list(dict.fromkeys(split_tag(t)[1] for t in cfg.labels if t != "O"))
         return {"labels": list(cfg.labels), "entity_types": [t for t in types if t],
                 "model": cfg.model, "source": state.source, "task": cfg.task,
                 "repetitions": cfg.repetitions, "exit_layer": cfg.exit_layer,
                 "unmask": cfg.unmask, "decoding": cfg.decoding, "finetune": cfg.finetune,
-                "runtime": lab.runtime if lab is not None else None,
+                "runtime": getattr(lab, "runtime", None),
                 "device": str(where.device) if where else None,
                 "autocast": where.precision if where else None,
                 "seqrep_version": seqrep.__version__, "loaded": state.ready.is_set(),
