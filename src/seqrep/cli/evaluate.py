@@ -91,12 +91,11 @@ def evaluate_command(values: dict[str, Any]) -> None:
     else:
         progress = None if values["quiet"] or values["as_json"] else _progress(len(gold))
         result = run_eval(labeler, gold, values["decoding"], values["batch_size"], progress)
-    where = labeler.placement
-    runtime = labeler.runtime
-    result["ran_on"] = {"runtime": runtime, "device": str(where.device),
-                        "autocast": where.precision}
+    from seqrep.model.device import ran_on
+
+    result["ran_on"] = ran_on(labeler)
     show(result, f"{corpus.name or dataset}: {result['sentences']} sentences, "
-                 f"{result['seconds']:.1f} s ({runtime}, {where.device}, {where.precision})",
+                 f"{result['seconds']:.1f} s ({', '.join(map(str, result['ran_on'].values()))})",
          values["as_json"])
 
 

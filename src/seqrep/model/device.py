@@ -128,6 +128,15 @@ class Placement:
             yield
 
 
+def ran_on(labeler: object) -> dict[str, str | None]:
+    """What runs a labeler's forward pass: ``{"runtime", "device", "autocast"}``, each None
+    where the object does not say (a labeler-like object, or none yet)."""
+    where = getattr(labeler, "placement", None)
+    return {"runtime": getattr(labeler, "runtime", None),
+            "device": str(where.device) if where else None,
+            "autocast": where.precision if where else None}
+
+
 def end_processes() -> None:
     """Leave the process group of a distributed launch (torchrun, ``accelerate launch``).
 

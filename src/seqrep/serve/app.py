@@ -267,16 +267,15 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
     async def model_info() -> dict[str, Any]:
         """What is served: labels, backbone, repetitions, exit layer, unmask, decoding, and
         where it runs (runtime, device, autocast; null until loaded)."""
-        cfg, lab = state.config, state.labeler
-        where = getattr(lab, "placement", None)  # any labeler-like object may be served
+        from seqrep.model.device import ran_on
+
+        cfg = state.config
         types = list(dict.fromkeys(split_tag(t)[1] for t in cfg.labels if t != "O"))
         return {"labels": list(cfg.labels), "entity_types": [t for t in types if t],
                 "model": cfg.model, "source": state.source, "task": cfg.task,
                 "repetitions": cfg.repetitions, "exit_layer": cfg.exit_layer,
                 "unmask": cfg.unmask, "decoding": cfg.decoding, "finetune": cfg.finetune,
-                "runtime": getattr(lab, "runtime", None),
-                "device": str(where.device) if where else None,
-                "autocast": where.precision if where else None,
+                **ran_on(state.labeler),
                 "seqrep_version": seqrep.__version__, "loaded": state.ready.is_set(),
                 "limits": asdict(settings) | {"max_body_bytes": settings.max_body_bytes}}
 
