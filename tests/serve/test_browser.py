@@ -242,8 +242,17 @@ def test_ctrl_enter_runs_and_offsets_are_code_points(chrome, server, texts) -> N
 
 def test_text_in_the_url_runs_by_itself(chrome, server, texts, tmp_path) -> None:
     text = texts[1]
-    chrome.goto(server + "/?text=" + urllib.parse.quote(text))
-    assert chrome.js("document.getElementById('input').value") == text
+    # /v1/model answers slowly, as from a loaded server: the URL's text must be in the form
+    # at once, not only after the model's information arrives (CI once read the example text)
+    slow = chrome.call("Page.addScriptToEvaluateOnNewDocument", session=True, source=(
+        "const realFetch = window.fetch; window.fetch = (url, ...rest) => "
+        "String(url).endsWith('/v1/model') ? new Promise(done => setTimeout(() => "
+        "done(realFetch(url, ...rest)), 1500)) : realFetch(url, ...rest);"))["identifier"]
+    try:
+        chrome.goto(server + "/?text=" + urllib.parse.quote(text))
+        assert chrome.js("document.getElementById('input').value") == text
+    finally:
+        chrome.call("Page.removeScriptToEvaluateOnNewDocument", session=True, identifier=slow)
     _check_page(chrome, server, text)
     shot = tmp_path / "page.png"
     chrome.screenshot(shot)

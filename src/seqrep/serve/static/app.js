@@ -114,8 +114,9 @@ $("input").addEventListener("keydown", (ev) => {
   if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); run(); }
 });
 
+// The URL's text and decoding fill the form at once (no flash of the example text, and a
+// reader of the page never sees the old value); the run waits for the model's colours.
 const params = new URLSearchParams(location.search);
-loadModel().then(() => {
-  if (params.has("decoding")) $("decoding").value = params.get("decoding");
-  if (params.has("text")) { $("input").value = params.get("text"); run(); }
-});
+if (params.has("decoding")) $("decoding").value = params.get("decoding");
+if (params.has("text")) $("input").value = params.get("text");
+loadModel().then(() => { if (params.has("text")) run(); });
