@@ -259,6 +259,34 @@ def test_frontier_marks_the_pareto_settings() -> None:
     assert points[("enc", 0, None)]["pareto"]
 
 
+def test_frontier_labels_do_not_overlap(tmp_path) -> None:
+    """Crowded Pareto points (as Gemma's r=1/r=2 at layer 6 were) get labels that do not
+    overlap; the figure is written and only Pareto points are labelled."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from seqrep.lab.frontier import _place_labels, frontier_plots
+
+    pts = [{"dataset": "d", "model": "gemma3-270m", "finetune": "full", "r": r,
+            "exit_layer": 6, "f1": f1, "sentences_per_second": sps, "pareto": True,
+            "train_sentences": 2000, "test_sentences": 3453}
+           for r, f1, sps in ((1, 87.4, 31.8), (2, 87.6, 30.9), (0, 86.9, 33.0),
+                              (3, 87.2, 32.3))]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for p in pts:
+        ax.scatter(p["sentences_per_second"], p["f1"])
+    ax.set_xscale("log")
+    fig.tight_layout()
+    boxes = _place_labels(fig, ax, pts)
+    assert len(boxes) == 4
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    plt.close(fig)
+    made = frontier_plots([*pts, {**pts[0], "r": 5, "pareto": False, "f1": 50.0}], tmp_path)
+    assert [m.name for m in made] == ["d_frontier.png"] and made[0].stat().st_size > 10_000
+
+
 def test_bench_precisions_side_by_side(tiny) -> None:
     """bf16 rows beside fp32 ones: the same states within bf16's error, each precision with a
     ceiling measured in its own dtype."""

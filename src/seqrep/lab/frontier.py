@@ -118,34 +118,83 @@ def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
+    from matplotlib.ticker import FuncFormatter
 
     made = []
+    models = sorted({p["model"] for p in points})  # one marker per model in every figure
     by_ds: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for p in points:
         by_ds[p["dataset"]].append(p)
     for ds, ps in sorted(by_ds.items()):
-        fig, ax = plt.subplots(figsize=(7, 4.5))
+        fig, ax = plt.subplots(figsize=(10, 5))
         budgets = sorted(_budgets(ps))
-        for p in ps:
-            colour = f"C{budgets.index(budget(p)) % 10}"
-            ax.scatter(p["sentences_per_second"], p["f1"], s=60 if p["pareto"] else 20,
-                       color=colour, edgecolors="black" if p["pareto"] else "none", zorder=3)
-            lr = f" lr={p['lr']:g}" if p.get("swept", 1) > 1 else ""
-            ax.annotate(f"{p['model']} {p['finetune']} r={p['r']} L={p['exit_layer'] or 'all'}"
-                        f"{lr}",
-                        (p["sentences_per_second"], p["f1"]), fontsize=7,
-                        xytext=(4, 3), textcoords="offset points")
+        for p in ps:  # colour: the budget; marker: the model; a label only where Pareto
+            ax.scatter(p["sentences_per_second"], p["f1"], s=70 if p["pareto"] else 22,
+                       color=f"C{budgets.index(budget(p)) % 10}",
+                       marker=MARKERS[models.index(p["model"]) % len(MARKERS)],
+                       edgecolors="black" if p["pareto"] else "none", zorder=3)
+        handles = []
         for i, b in enumerate(budgets):
             best = sorted((p for p in ps if p["pareto"] and budget(p) == b),
                           key=lambda p: p["sentences_per_second"])
-            ax.plot([p["sentences_per_second"] for p in best], [p["f1"] for p in best],
-                    f"C{i % 10}--", lw=1,
-                    label=f"frontier: {b[1] or '?'} train / {b[2] or '?'} test sentences")
-        ax.set_xscale("log")
+            handles += ax.plot([p["sentences_per_second"] for p in best],
+                               [p["f1"] for p in best], f"C{i % 10}--", lw=1,
+                               label=f"frontier: {b[1] or '?'} train / {b[2] or '?'} test "
+                                     "sentences")
+        handles += [ax.scatter([], [], color="grey", marker=MARKERS[i % len(MARKERS)],
+                               label=m) for i, m in enumerate(models)
+                    if any(p["model"] == m for p in ps)]
+        ax.set_xscale("log")  # plain numbers at 1, 2, 3 and 5 of each decade
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(FuncFormatter(
+            lambda v, _: f"{v:g}" if f"{v:.0e}"[0] in "235" else ""))
         ax.set_xlabel("inference sentences/s (seqrep bench, this machine)")
         ax.set_ylabel("test F1 (%)")
-        ax.set_title(f"{ds}: accuracy against speed")
-        ax.legend(loc="lower left", fontsize=8)
+        ax.set_title(f"{ds}: accuracy against speed (labelled: the Pareto-optimal settings; "
+                     "every setting is in the table)", fontsize=10)
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
+        fig.tight_layout()  # the axes' final size, before the labels are fitted into it
+        _place_labels(fig, ax, [p for p in ps if p["pareto"]])
         made.append(save_figure(fig, out / f"{ds}_frontier.png"))
     return made
+
+
+def _place_labels(fig: Any, ax: Any, points: list[dict[str, Any]]) -> list[Any]:
+    """Label each point at the first of a few offsets whose box overlaps no label placed
+    before it (nor leaves the axes); the most accurate points choose first. Returns the
+    labels' boxes in display coordinates."""
+    renderer = fig.canvas.get_renderer()
+    placed: list[Any] = []
+    inside = ax.get_window_extent(renderer)
+    for p in sorted(points, key=lambda p: -p["f1"]):
+        for dx, dy, ha in OFFSETS:
+            note = ax.annotate(_short(p), (p["sentences_per_second"], p["f1"]), fontsize=7,
+                               xytext=(dx, dy), textcoords="offset points", ha=ha)
+            box = note.get_window_extent(renderer)
+            fits = box.x0 >= inside.x0 and box.x1 <= inside.x1 and box.y1 <= inside.y1
+            if fits and not any(box.overlaps(b) for b in placed):
+                break
+            note.remove()
+        else:  # nowhere free: the first offset, overlapping
+            dx, dy, ha = OFFSETS[0]
+            note = ax.annotate(_short(p), (p["sentences_per_second"], p["f1"]), fontsize=7,
+                               xytext=(dx, dy), textcoords="offset points", ha=ha)
+            box = note.get_window_extent(renderer)
+        placed.append(box)
+    return placed
+
+
+OFFSETS = [(5, 5, "left"), (5, -11, "left"), (-5, 5, "right"), (-5, -11, "right"),
+           (5, 14, "left"), (5, -20, "left"), (-5, 14, "right"), (-5, -20, "right")]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+
+
+def _short(p: dict[str, Any]) -> str:
+    """A point's label: the model, then only what tells it from its neighbours."""
+    if p["exit_layer"] is None and not p["r"]:  # an encoder, or a whole decoder at r=0
+        core = p["model"]
+    else:
+        core = f"{p['model']} r={p['r']} L={p['exit_layer'] or 'all'}"
+    mode = "" if p["finetune"] == "full" else f" {p['finetune']}"
+    lr = f" lr={p['lr']:g}" if p.get("swept", 1) > 1 else ""
+    return core + mode + lr
