@@ -167,19 +167,14 @@ def _place_labels(fig: Any, ax: Any, points: list[dict[str, Any]]) -> list[Any]:
     placed: list[Any] = []
     inside = ax.get_window_extent(renderer)
     for p in sorted(points, key=lambda p: -p["f1"]):
-        for dx, dy, ha in OFFSETS:
+        for i, (dx, dy, ha) in enumerate(OFFSETS):
             note = ax.annotate(_short(p), (p["sentences_per_second"], p["f1"]), fontsize=7,
                                xytext=(dx, dy), textcoords="offset points", ha=ha)
             box = note.get_window_extent(renderer)
             fits = box.x0 >= inside.x0 and box.x1 <= inside.x1 and box.y1 <= inside.y1
-            if fits and not any(box.overlaps(b) for b in placed):
-                break
+            if i == len(OFFSETS) - 1 or fits and not any(box.overlaps(b) for b in placed):
+                break  # free, or nowhere is: then the last offset, overlapping
             note.remove()
-        else:  # nowhere free: the first offset, overlapping
-            dx, dy, ha = OFFSETS[0]
-            note = ax.annotate(_short(p), (p["sentences_per_second"], p["f1"]), fontsize=7,
-                               xytext=(dx, dy), textcoords="offset points", ha=ha)
-            box = note.get_window_extent(renderer)
         placed.append(box)
     return placed
 
@@ -190,7 +185,8 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 
 def _short(p: dict[str, Any]) -> str:
-    """A point's label: the model, then only what tells it from its neighbours."""
+    """A point's label: the model, its r and exit layer (none for an encoder), the mode
+    where it is not full fine-tuning, and the learning rate where one was chosen."""
     if p["exit_layer"] is None and not p["r"]:  # an encoder, or a whole decoder at r=0
         core = p["model"]
     else:
