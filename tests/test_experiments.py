@@ -261,7 +261,7 @@ def test_frontier_marks_the_pareto_settings() -> None:
 
 def test_frontier_labels_do_not_overlap(tmp_path) -> None:
     """Crowded Pareto points (as Gemma's r=1/r=2 at layer 6 were) get labels that do not
-    overlap; the figure is written and only Pareto points are labelled."""
+    overlap and stay inside the axes; the figure is written."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -282,6 +282,9 @@ def test_frontier_labels_do_not_overlap(tmp_path) -> None:
     boxes = _place_labels(fig, ax, pts)
     assert len(boxes) == 4
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    inside = ax.get_window_extent()
+    assert all(inside.x0 <= b.x0 and b.x1 <= inside.x1 and inside.y0 <= b.y0
+               and b.y1 <= inside.y1 for b in boxes)
     plt.close(fig)
     made = frontier_plots([*pts, {**pts[0], "r": 5, "pareto": False, "f1": 50.0}], tmp_path)
     assert [m.name for m in made] == ["d_frontier.png"] and made[0].stat().st_size > 10_000

@@ -141,9 +141,9 @@ def frontier_plots(points: list[dict[str, Any]], out: Path) -> list[Path]:
                                [p["f1"] for p in best], f"C{i % 10}--", lw=1,
                                label=f"frontier: {b[1] or '?'} train / {b[2] or '?'} test "
                                      "sentences")
+        shown = {p["model"] for p in ps}
         handles += [ax.scatter([], [], color="grey", marker=MARKERS[i % len(MARKERS)],
-                               label=m) for i, m in enumerate(models)
-                    if any(p["model"] == m for p in ps)]
+                               label=m) for i, m in enumerate(models) if m in shown]
         ax.set_xscale("log")  # plain numbers at 1, 2, 3 and 5 of each decade
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(FuncFormatter(
@@ -171,7 +171,8 @@ def _place_labels(fig: Any, ax: Any, points: list[dict[str, Any]]) -> list[Any]:
             note = ax.annotate(_short(p), (p["sentences_per_second"], p["f1"]), fontsize=7,
                                xytext=(dx, dy), textcoords="offset points", ha=ha)
             box = note.get_window_extent(renderer)
-            fits = box.x0 >= inside.x0 and box.x1 <= inside.x1 and box.y1 <= inside.y1
+            fits = (box.x0 >= inside.x0 and box.x1 <= inside.x1 and box.y0 >= inside.y0
+                    and box.y1 <= inside.y1)
             if i == len(OFFSETS) - 1 or fits and not any(box.overlaps(b) for b in placed):
                 break  # free, or nowhere is: then the last offset, overlapping
             note.remove()
@@ -190,7 +191,7 @@ def _short(p: dict[str, Any]) -> str:
     if p["exit_layer"] is None and not p["r"]:  # an encoder, or a whole decoder at r=0
         core = p["model"]
     else:
-        core = f"{p['model']} r={p['r']} L={p['exit_layer'] or 'all'}"
+        core = f"{p['model']} r={p['r']} L={layer_cell(p)}"
     mode = "" if p["finetune"] == "full" else f" {p['finetune']}"
-    lr = f" lr={p['lr']:g}" if p.get("swept", 1) > 1 else ""
+    lr = f" lr={lr_cell(p)}" if p.get("swept", 1) > 1 else ""
     return core + mode + lr
