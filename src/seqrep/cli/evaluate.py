@@ -124,7 +124,11 @@ def score(
     as_json: bool = typer.Option(False, "--json", help="print JSON (fractions 0..1)"),
 ) -> None:
     """Score a prediction file as conlleval does (seqeval strict IOB2): the last column is the
-    prediction, the one before it the gold tag."""
+    prediction, the one before it the gold tag. Each column's scheme (IOB1, IOB2, BIOES/BILOU,
+    IO, plain labels; prefixes in either case) is detected on its own and converted to IOB2;
+    IOB2 predictions are scored as written (an I- that continues no span is in none). A
+    label's support is its number of gold spans (conlleval's per-type count is predicted
+    spans)."""
     from seqrep.evaluate import score_file
 
     result = score_file(predictions)
