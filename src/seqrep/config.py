@@ -238,8 +238,9 @@ class ReaderConfig(_Config):
 
     def options(self) -> dict[str, Any]:
         """The reader keyword arguments that are set (``format`` apart)."""
+        # `is` tests: 0 == False, so `v not in (None, False)` would drop tag_column 0
         out = {k: v for k, v in self.to_dict().items()
-               if k != "format" and v not in (None, False, [])}
+               if k != "format" and v is not None and v is not False and v != []}
         if self.label_column is not None and self.label_column.lstrip("-").isdigit():
             out["label_column"] = int(self.label_column)
         return out

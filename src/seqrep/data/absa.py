@@ -10,7 +10,8 @@
 Labels are ``ASP`` (aspect only) or, with ``polarity=True``, ``POS``, ``NEG``, ``NEU`` and
 ``CONFLICT``. Problems are reported in ``Corpus.notes`` (and in the sentence's
 ``meta["notes"]``) as ``"<kind>: <file> sentence <id>: <detail>"``, kinds ``cut mid-word``,
-``no word``, ``overlapping`` and ``duplicate``.
+``no word``, ``overlapping`` and ``duplicate``; a term outside any ``<sentence>`` is noted as
+``"outside a sentence: <file> line <n>: ..."``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from xml.parsers import expat
 
 from seqrep.data.charspans import CharSpan, check_alignment, place_on_words
-from seqrep.data.sources import brief, read_text
+from seqrep.data.sources import brief, read_text, split_lines
 from seqrep.data.tags import tags_to_spans
 from seqrep.data.types import Corpus, Sentence, Span
 from seqrep.errors import DataError
@@ -39,27 +40,36 @@ class _XmlSentence:
     terms: list[tuple[CharSpan, int]] = field(default_factory=list)  # (term, line)
 
 
-def _parse_xml(path: Path, polarity: bool) -> list[_XmlSentence]:
-    """Collect sentences and their terms, with line numbers, using expat."""
+def _parse_xml(path: Path, polarity: bool, outside: list[str]) -> list[_XmlSentence]:
+    """Collect sentences and their terms, with line numbers, using expat; a note for each
+    term outside a sentence goes to ``outside``."""
     sentences: list[_XmlSentence] = []
     text_parts: list[str] | None = None
+    inside = 0  # open <sentence> elements: a term outside one belongs to no text
     parser = expat.ParserCreate()
 
     def fail(message: str) -> DataError:
         return DataError(path, message, parser.CurrentLineNumber)
 
     def start(name: str, attrs: dict[str, str]) -> None:
-        nonlocal text_parts
+        nonlocal text_parts, inside
         if name == "sentence":
+            inside += 1
             sentences.append(_XmlSentence(attrs.get("id", str(len(sentences) + 1)),
                                           parser.CurrentLineNumber))
-        elif name == "text" and sentences:
+        elif name == "text" and inside:
             text_parts = []
-        elif name == "aspectTerm" and sentences:
+        elif name == "aspectTerm" and inside:
             sentences[-1].terms.append((_term(attrs, polarity, fail), parser.CurrentLineNumber))
+        elif name == "aspectTerm":
+            outside.append(f"outside a sentence: {path.name} line {parser.CurrentLineNumber}: "
+                           f"aspect term {brief(attrs.get('term', ''))} is in no <sentence>; "
+                           "not read")
 
     def end(name: str) -> None:
-        nonlocal text_parts
+        nonlocal text_parts, inside
+        if name == "sentence":
+            inside -= 1
         if name == "text" and text_parts is not None:
             sentences[-1].text = "".join(text_parts)
             text_parts = None
@@ -115,7 +125,7 @@ def read_semeval_xml(path: str | Path, polarity: bool = False,
     path = Path(path)
     check_alignment(alignment)
     sentences, notes = [], []
-    for xs in _parse_xml(path, polarity):
+    for xs in _parse_xml(path, polarity, notes):
         if xs.text is None:
             raise DataError(path, f"sentence {xs.sid} has no <text>", xs.line)
         term_lines: dict[CharSpan, int] = {}  # a repeated term is reported at its first line
@@ -170,7 +180,7 @@ def read_absa_tokenized(path: str | Path, polarity: bool = False) -> Corpus:
     """
     path = Path(path)
     sentences = []
-    for lineno, line in enumerate(read_text(path).split("\n"), start=1):
+    for lineno, line in enumerate(split_lines(read_text(path)), start=1):
         if not line.strip():
             continue
         text, sep, tagged = line.rstrip("\r").partition("####")

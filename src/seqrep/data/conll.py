@@ -23,6 +23,7 @@ from seqrep.data.sources import (
     check_index,
     check_scheme,
     read_text,
+    split_lines,
     to_iob2,
 )
 from seqrep.data.types import Corpus, Sentence
@@ -79,7 +80,7 @@ def read_conll(path: str | Path, tag_column: int = -1, scheme: str | None = None
                                                                                  word_column)
     check_flag("strict", strict)
     check_scheme(scheme)
-    lines = read_text(path).split("\n")
+    lines = split_lines(read_text(path))
     tab = "\t" in next((ln for ln in lines if ln.strip()), "")
     blocks: list[_Block] = []
     block = _Block()
@@ -97,7 +98,7 @@ def read_conll(path: str | Path, tag_column: int = -1, scheme: str | None = None
             close()
             continue
         cols = _split(line, tab)
-        if cols[0] == DOCSTART:
+        if cols[0].lstrip("\ufeff") == DOCSTART:  # a mark left by joined files
             ndocs += 1
             doc_id = f"doc{ndocs}"
             close()

@@ -16,7 +16,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seqrep.data.sources import brief, check_flag, check_scheme, cut, read_text, to_iob2
+from seqrep.data.sources import (
+    brief,
+    check_flag,
+    check_scheme,
+    cut,
+    read_text,
+    split_lines,
+    to_iob2,
+)
 from seqrep.data.types import Corpus, Sentence
 from seqrep.errors import ConfigError, DataError
 
@@ -152,7 +160,7 @@ def read_conllu(path: str | Path, label_column: str | int = "upos", scheme: str 
     check_flag("strict", strict)
     check_scheme(scheme)
     reader = _Reader(path, column_index(label_column))
-    for lineno, line in enumerate(read_text(path).split("\n"), start=1):
+    for lineno, line in enumerate(split_lines(read_text(path)), start=1):
         line = line.rstrip("\r\n")
         if not line.strip():
             reader.close()

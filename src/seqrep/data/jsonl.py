@@ -25,6 +25,7 @@ from seqrep.data.sources import (
     parse_json,
     read_text,
     show,
+    split_lines,
     to_iob2,
 )
 from seqrep.data.types import Corpus, Sentence, Span
@@ -81,6 +82,15 @@ def _check_record(path: Path, line: int, record: Any) -> None:
         if name in record and not ok(record[name]):
             raise DataError(path, f"\"{name}\" is {show(record[name])}; expected {expected}",
                             line)
+    tag_fields = [k for k in ("tokens", "tags") if k in record]
+    if tag_fields and "spans" in record:
+        raise DataError(path, f"the record has both \"{tag_fields[0]}\" and \"spans\"; expected "
+                              "one shape: \"tokens\" and \"tags\", or \"text\" and \"spans\"",
+                        line)
+    if not has_tokens and "tags" in record:
+        raise DataError(path, "the record has \"tags\" but no \"tokens\" (and \"text\" with "
+                              "both shapes); expected \"tokens\" and \"tags\", or \"text\" and "
+                              "\"spans\"", line)
     if not has_tokens:
         return
     tokens, tags = record["tokens"], record.get("tags")
@@ -97,9 +107,21 @@ def _check_record(path: Path, line: int, record: Any) -> None:
                                   "string", line)
 
 
+def _one_spelling(path: Path, line: int, labels: list[str],
+                  seen: dict[str, tuple[str, int]]) -> None:
+    """A label spelled in two cases in one file (``PER`` in tags, ``per`` in spans) is an
+    error: it would train as two classes."""
+    for label in labels:
+        first, where = seen.setdefault(label.casefold(), (label, line))
+        if first != label:
+            raise DataError(path, f"label {brief(label)} is spelled {brief(first)} on line "
+                                  f"{where}; expected one spelling per label (labels are "
+                                  "case-sensitive)", line)
+
+
 def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
     records = []
-    for line, raw in enumerate(read_text(path).split("\n"), start=1):
+    for line, raw in enumerate(split_lines(read_text(path)), start=1):
         if not raw.strip():
             continue
         record = parse_json(raw, path, line)
@@ -138,15 +160,19 @@ def read_jsonl(path: str | Path, scheme: str | None = None, strict: bool = False
                                 lambda i, _: tagged[i][0]) if tagged else ([], 0, "IOB2")
     tags_of = {line: t for (line, _), t in zip(tagged, iob2, strict=True)}
     sentences, notes = [], []
+    spelling: dict[str, tuple[str, int]] = {}  # casefolded label -> (first spelling, line)
     for line, r in records:
         meta: dict[str, Any] = {"line": line, **({"id": r["id"]} if "id" in r else {})}
         doc_id = r.get("doc_id")
         if line in tags_of:
+            _one_spelling(path, line, [t[2:] for t in tags_of[line] if t != "O"], spelling)
             sentences.append(Sentence(r["tokens"], tags_of[line], doc_id=doc_id,
                                       text=r.get("text"), meta=meta))
             continue
         text = r["text"]
-        offsets, placed, found = place_on_words(text, _char_spans(path, line, r), alignment,
+        char_spans = _char_spans(path, line, r)
+        _one_spelling(path, line, [cs.label for cs in char_spans], spelling)
+        offsets, placed, found = place_on_words(text, char_spans, alignment,
                                                 f"{path.name}:{line}", "span", path, line)
         notes += found
         if found:

@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seqrep.data.sources import brief, check_flag, check_scheme, read_text, to_iob2
+from seqrep.data.sources import (
+    brief,
+    check_flag,
+    check_scheme,
+    read_text,
+    split_lines,
+    to_iob2,
+)
 from seqrep.data.types import Corpus, Sentence
 from seqrep.errors import DataError
 
@@ -64,7 +71,7 @@ def split_folder(path: str | Path, split: str) -> Path:
 
 def _lines(path: Path) -> list[str]:
     """The lines of a file, without the blank lines at its end."""
-    lines = read_text(path).split("\n")
+    lines = split_lines(read_text(path))
     while lines and not lines[-1].strip():
         lines.pop()
     return lines

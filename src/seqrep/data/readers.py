@@ -53,7 +53,9 @@ _CONLLU_ID = re.compile(rb"[0-9]+([-.][0-9]+)?")
 
 def _format_of_content(data: bytes) -> str:
     """The format the start of a file reads as (see :func:`detect_format`)."""
-    lines = [ln.strip(b"\r") for ln in data.removeprefix(b"\xef\xbb\xbf").split(b"\n")]
+    while data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    lines = re.split(rb"\r\n|\r|\n", data)  # as sources.split_lines: a lone CR ends a line
     first = next((ln.strip() for ln in lines if ln.strip()), b"")
     if b"####" in first:
         return "absa-tokenized"

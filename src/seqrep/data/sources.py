@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import threading
 from collections.abc import Callable, Sequence
@@ -101,7 +102,7 @@ def forget(path: str | Path) -> None:
 
 
 def read_text(path: str | Path) -> str:
-    """Read a whole file as UTF-8 (a leading byte-order mark is dropped). A pipe or FIFO is
+    """Read a whole file as UTF-8 (leading byte-order marks are dropped). A pipe or FIFO is
     read once: after :func:`read_start`, from the bytes it kept.
 
     Args:
@@ -124,9 +125,19 @@ def read_text(path: str | Path) -> str:
         line = data[: err.start].count(b"\n") + 1
         raise DataError(path, f"not valid UTF-8 (byte 0x{data[err.start]:02x} at offset "
                               f"{err.start}); expected a UTF-8 text file", line) from None
+    text = text.lstrip("\ufeff")  # a second mark (a file saved twice with one) is no text
     if not text.strip():
         raise DataError(path, "the file is empty; expected at least one sentence")
     return text
+
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a data file: ``\\n``, ``\\r\\n`` and a lone ``\\r`` (old Mac files) each end
+    one; other Unicode separators (U+2028, U+0085) stay inside their line."""
+    return _LINE_END.split(text)
 
 
 def _printable(text: str) -> str:
