@@ -174,8 +174,10 @@ def execute(run: GridRun, folder: Path) -> dict[str, Any]:
                             reader_options=run.reader.options())
     else:
         resume = (folder / "run.json").exists()
+        # a folder resumes with the grid's trust_remote_code and only with the grid's model
         metrics = train(run.labeler, run.train, folder, resume=resume, overwrite=not resume,
-                        quiet=True, reader_options=run.reader.options())
+                        quiet=True, reader_options=run.reader.options(),
+                        expect_model=run.labeler.model if resume else None)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"metrics": metrics, "wall_seconds": round(time.time() - start, 1),
             "peak_memory_mb": round(peak_mb, 1)}

@@ -16,6 +16,7 @@ import gc
 import json
 import os
 import shutil
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,13 +34,17 @@ from seqrep.model.labeler import SequenceLabeler
 from seqrep.model.tuning import check_qlora
 from seqrep.train.loop import Trainer
 
+# a run.json is a few kB; anything far larger is not one (and is not read whole)
+MAX_RUN_JSON = 1 << 20
+
 
 def check_output(output: Path, overwrite: bool, resume: bool) -> None:
     """Refuse to clobber anything before a single file is touched.
 
     A non-empty folder is replaced only with ``overwrite`` and only when it is a seqrep run
-    folder (it holds ``run.json``); the replacing itself waits until the data and the model
-    have loaded (:func:`replace_output`), so a typo never deletes a finished run.
+    folder (its ``run.json`` fits the schema :func:`read_run_json` checks); the replacing
+    itself waits until the data and the model have loaded (:func:`replace_output`), so a typo
+    never deletes a finished run.
     """
     if output.exists() and not output.is_dir():
         raise SeqrepError(f"--output {output} is a file; give a folder for the run")
@@ -51,9 +56,58 @@ def check_output(output: Path, overwrite: bool, resume: bool) -> None:
         if not overwrite:
             raise SeqrepError(f"{output} exists and is not empty; pass --overwrite to replace "
                               f"it or --resume to continue the run in it")
-        if not (output / "run.json").exists():
+        if not (output / "run.json").is_file():
             raise SeqrepError(f"{output} is not a seqrep run folder (no run.json), so "
                               f"--overwrite will not delete it; choose another --output")
+        try:
+            read_run_json(output)
+        except SeqrepError as err:
+            raise SeqrepError(f"{err}; so --overwrite will not delete {output}; choose "
+                              f"another --output") from None
+
+
+def read_run_json(output: Path) -> dict[str, Any]:
+    """A run folder's ``run.json`` checked against its schema (``labeler`` and ``train``
+    objects that build valid configs), or one line saying why it is not a seqrep run."""
+    path = output / "run.json"
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_RUN_JSON + 1)
+        if len(raw) > MAX_RUN_JSON:
+            raise ValueError(f"larger than {MAX_RUN_JSON} bytes")
+        saved = json.loads(raw.decode("utf-8"))
+        if not isinstance(saved, dict) or not all(isinstance(saved.get(k), dict)
+                                                  for k in ("labeler", "train")):
+            raise ValueError("expected an object with 'labeler' and 'train' objects")
+        LabelerConfig.from_dict(saved["labeler"])
+        TrainConfig.from_dict(saved["train"])
+        if not isinstance(saved.get("reader_options") or {}, dict):
+            raise ValueError("'reader_options' is not an object")
+    except (OSError, ValueError, TypeError, RecursionError, SeqrepError) as err:
+        raise SeqrepError(f"{path}: not a seqrep run configuration "
+                          f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+                          ) from None
+    return saved
+
+
+def resumed_config(output: Path, labeler_config: LabelerConfig, train_config: TrainConfig,
+                   expect_model: str | None = None
+                   ) -> tuple[LabelerConfig, TrainConfig, dict[str, Any]]:
+    """The configuration a run resumes with: the folder's ``run.json``, except that
+    ``trust_remote_code`` is the caller's (a shared folder never enables remote code) and
+    ``max_steps`` is the caller's. The model the folder names is announced on stderr before
+    anything loads it; with ``expect_model`` a folder naming another model is refused."""
+    saved = read_run_json(output)
+    lab = LabelerConfig.from_dict(saved["labeler"]).replace(
+        trust_remote_code=labeler_config.trust_remote_code)
+    if expect_model is not None and lab.model != expect_model:
+        raise SeqrepError(f"{output / 'run.json'} names model {lab.model!r}, not "
+                          f"{expect_model!r} as this run should; refusing to resume it")
+    print(f"resuming {output}: model {lab.model!r} as its run.json names it"
+          f"{' (remote code allowed by the caller)' if lab.trust_remote_code else ''}",
+          file=sys.stderr, flush=True)
+    cfg = TrainConfig.from_dict(saved["train"]).replace(max_steps=train_config.max_steps)
+    return lab, cfg, dict(saved.get("reader_options") or {})
 
 
 def replace_output(output: Path, resume: bool) -> None:
@@ -97,7 +151,8 @@ def seeded(seed: int) -> Iterator[None]:
 
 def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str | Path,
           overwrite: bool = False, resume: bool = False, quiet: bool = False,
-          reader_options: dict[str, Any] | None = None) -> dict[str, Any]:
+          reader_options: dict[str, Any] | None = None, expect_model: str | None = None
+          ) -> dict[str, Any]:
     """Train a labeler, keep the best model by validation F1, evaluate it on the test split.
 
     Args:
@@ -106,9 +161,12 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
         output: the run folder.
         overwrite: replace an existing run folder.
         resume: continue the run in ``output`` from its checkpoint (its saved configuration
-            wins over the given one).
+            wins over the given one, except ``trust_remote_code``: see
+            :func:`resumed_config`).
         quiet: no progress bar or evaluation lines.
         reader_options: options for the dataset reader (``tag_column`` ...).
+        expect_model: with ``resume``, refuse a folder whose ``run.json`` names another
+            model (a grid knows which model each of its folders holds).
 
     Returns:
         The metrics written to ``metrics.json`` (``status`` is ``interrupted`` when
@@ -119,15 +177,8 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
         return json.loads((output / "metrics.json").read_text(encoding="utf-8"))  # done already
     check_output(output, overwrite, resume)
     if resume:
-        try:
-            saved = json.loads((output / "run.json").read_text(encoding="utf-8"))
-            labeler_config = LabelerConfig.from_dict(saved["labeler"])
-            train_config = TrainConfig.from_dict(saved["train"]).replace(
-                max_steps=train_config.max_steps)
-        except (ValueError, KeyError, TypeError) as err:
-            raise SeqrepError(f"{output / 'run.json'}: not a seqrep run configuration "
-                              f"({err})") from None
-        reader_options = saved.get("reader_options") or {}
+        labeler_config, train_config, reader_options = resumed_config(
+            output, labeler_config, train_config, expect_model)
     train_config = train_config.resolved(labeler_config.finetune)
     # fail before reading data
     Placement.resolve(train_config.device, train_config.precision, training=True)
@@ -200,7 +251,8 @@ def finish(trainer: Trainer) -> dict[str, Any]:
     trainer.labeler = trainer.model = trainer.optimizer = None  # free before reloading
     gc.collect()
     placement = trainer.labeler_placement
-    best = SequenceLabeler.from_pretrained(output / "best", device=placement.device,
+    best = SequenceLabeler.from_pretrained(output / "best", trainer.lcfg.trust_remote_code,
+                                           device=placement.device,
                                            precision=placement.precision)
     metrics: dict[str, Any] = {
         "status": "finished", "task": best.config.task, "exit_layer": best.config.exit_layer,

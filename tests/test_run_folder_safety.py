@@ -1,0 +1,114 @@
+"""A shared run folder never runs code and never costs data (issue 20): resume takes
+trust_remote_code only from the caller, export and --overwrite replace only what seqrep made,
+weights load only from the exact safetensors file each loader reads, and weights are shared
+like the rest of the run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from support import write_corpus
+
+from seqrep.cli.app import main
+
+PAYLOAD = """import pathlib
+pathlib.Path({marker!r}).write_text("ran")
+from transformers import LlamaConfig
+class EvilConfig(LlamaConfig):
+    model_type = "evil"
+"""
+
+
+def cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
+    """Run ``seqrep ARGS`` in this process: (exit code, stdout, stderr)."""
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as ex:
+        code = ex.code if isinstance(ex.code, int) else 1
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def evil_model(tiny, root: Path, marker: Path) -> Path:
+    """A model folder whose configuration module writes ``marker`` when imported."""
+    folder = root / "evil-model"
+    shutil.copytree(tiny("llama"), folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["auto_map"] = {"AutoConfig": "configuration_evil.EvilConfig"}
+    cfg["model_type"] = "evil"
+    (folder / "config.json").write_text(json.dumps(cfg))
+    (folder / "configuration_evil.py").write_text(PAYLOAD.format(marker=str(marker)))
+    return folder
+
+
+def unfinished_run(root: Path, model: Path, dataset: Path) -> Path:
+    """What an attacker shares: a run folder without metrics.json whose run.json asks for
+    remote code."""
+    run = root / "shared-run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({
+        "labeler": {"model": str(model), "trust_remote_code": True, "repetitions": 1,
+                    "exit_layer": 2, "labels": ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]},
+        "train": {"dataset": str(dataset), "test_split": None, "epochs": 1, "batch_size": 8},
+        "reader_options": {}}))
+    return run
+
+
+def test_resume_never_takes_trust_remote_code_from_the_folder(tiny, tmp_path: Path,
+                                                              capsys) -> None:
+    marker = tmp_path / "pwned"
+    model = evil_model(tiny, tmp_path, marker)
+    run = unfinished_run(tmp_path, model, write_corpus(tmp_path / "train.txt", 20))
+    code, _, err = cli(capsys, "train", "--resume", "-o", str(run), "--quiet")
+    assert not marker.exists()
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    # the model taken from the folder is named before it is loaded, then one error line
+    assert str(model) in lines[0] and "run.json" in lines[0]
+    assert "--trust-remote-code" in lines[-1] and "Traceback" not in err
+
+
+def test_grid_resume_never_takes_trust_remote_code_from_the_folder(tiny, tmp_path: Path
+                                                                   ) -> None:
+    from seqrep.config import LabelerConfig, TrainConfig
+    from seqrep.errors import SeqrepError
+    from seqrep.lab.grid import GridRun, execute
+
+    marker = tmp_path / "pwned"
+    model = evil_model(tiny, tmp_path, marker)
+    data = write_corpus(tmp_path / "train.txt", 20)
+    run = unfinished_run(tmp_path, model, data)
+    # the grid asks for the tiny model without remote code; the folder says otherwise
+    grid_run = GridRun(LabelerConfig(model=tiny("llama"), repetitions=1, exit_layer=2),
+                       TrainConfig(dataset=str(data), test_split=None, epochs=1,
+                                   batch_size=8).resolved("full"))
+    with pytest.raises(SeqrepError, match="run.json"):
+        execute(grid_run, run)
+    assert not marker.exists()
+    # the same folder naming the evil model as the grid does: still no remote code
+    grid_run = GridRun(grid_run.labeler.replace(model=str(model)), grid_run.train)
+    with pytest.raises(SeqrepError, match="--trust-remote-code"):
+        execute(grid_run, run)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("content", ['{"labeler": {}}', "not json", '{"labeler": {"model": '
+                                     '"x"}, "train": {"epochs": "many"}}', "[]"])
+def test_overwrite_deletes_only_a_seqrep_run(tiny, tmp_path: Path, capsys, content: str
+                                             ) -> None:
+    folder = tmp_path / "thesis"
+    folder.mkdir()
+    (folder / "run.json").write_text(content)
+    (folder / "chapter1.tex").write_text("years of work")
+    data = write_corpus(tmp_path / "train.txt", 12)
+    code, _, err = cli(capsys, "train", "--model", tiny("llama"), "--dataset", str(data),
+                       "--test-split", "", "--epochs", "1", "--exit-layer", "1", "-o",
+                       str(folder), "--overwrite", "--quiet")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "not a seqrep run" in err and "--overwrite" in err
+    assert (folder / "chapter1.tex").read_text() == "years of work"
