@@ -23,6 +23,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import seqrep
 from seqrep.config import LabelerConfig
 from seqrep.data.tags import split_tag
-from seqrep.serve.batcher import Batcher, Closed, QueueFull
+from seqrep.serve.batcher import Batcher, Closed, QueueFull, WorkerDead
 from seqrep.serve.metrics import Metrics
 from seqrep.serve.middleware import ApiError, BodyLimit, Observe, error_response
 from seqrep.serve.schemas import HFEntity, HFRequest, LabelRequest, LabelResponse, ModelInfo
@@ -101,12 +102,21 @@ class _State:
             log.exception("could not load the model from %s", self.source)
             self.error = f"{type(err).__name__}: {err}"
 
-    async def label(self, texts: list[str], pretokenized: bool,
-                    decoding: str | None) -> list[dict[str, Any]]:
+    @property
+    def failure(self) -> str | None:
+        """Why the server cannot label (the model failed to load, or the worker ended)."""
+        if self.error:
+            return f"the model failed to load: {self.error}"
+        return self.batcher.failure if self.batcher is not None else None
+
+    async def label(self, texts: list[str], pretokenized: bool, decoding: str | None,
+                    gone: Callable[[], Awaitable[Any]] | None = None) -> list[dict[str, Any]]:
+        """The records of ``texts`` from the batcher. ``gone`` returns once the client has
+        disconnected: the job is then dropped if its forward pass has not begun."""
         retry = {"Retry-After": str(self.settings.retry_after_s)}
         if self.batcher is None or not self.ready.is_set():
-            raise ApiError(503, "not_ready", self.error and f"the model failed to load: "
-                           f"{self.error}" or "the model is still loading", retry)
+            raise ApiError(503, "not_ready", self.failure or "the model is still loading",
+                           retry)
         try:
             future = self.batcher.submit(texts, pretokenized, decoding)
         except QueueFull as err:
@@ -115,8 +125,24 @@ class _State:
                            ) from None
         except Closed:
             raise ApiError(503, "shutting_down", "the server is shutting down", retry) from None
+        except WorkerDead as err:
+            raise ApiError(503, "worker_dead", str(err)) from None
+        answer = asyncio.wrap_future(future)
+        watch = asyncio.ensure_future(gone()) if gone is not None else None
         try:
-            records = await asyncio.wrap_future(future)
+            await asyncio.wait([answer] + ([watch] if watch else []),
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if watch is not None:
+                watch.cancel()
+        if not answer.done():  # the client left: nobody reads the answer
+            self.batcher.abandon(future)
+            answer.cancel()
+            raise ApiError(499, "client_closed", "the client closed the connection")
+        try:
+            records = answer.result()
+        except WorkerDead as err:
+            raise ApiError(503, "worker_dead", str(err)) from None
         except Exception:  # noqa: BLE001 - logged by the worker; the client gets no traceback
             raise ApiError(500, "internal", "internal server error while labeling (logged on "
                            "the server)") from None
@@ -179,6 +205,17 @@ def _validation_message(errors: list[dict]) -> tuple[str, list[str], list[dict]]
         parts.append(f"{name}: {msg}")
         clean.append({"loc": list(e.get("loc", ())), "msg": msg, "type": e.get("type")})
     return "; ".join(parts), fields, clean
+
+
+def _disconnected(request: Request) -> Callable[[], Awaitable[None]]:
+    """A coroutine function returning once the client of ``request`` (whose body has been
+    read) disconnects: the ASGI server answers ``receive()`` with ``http.disconnect`` then."""
+
+    async def wait() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            await asyncio.sleep(0.05)  # never spin, whatever the server sends
+
+    return wait
 
 
 # ----------------------------------------------------------------------------- the app
@@ -256,10 +293,10 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
     @app.get("/health", responses={503: {"description": "loading, or the model failed"}})
     async def health() -> JSONResponse:
         """200 ``{"status": "ok"}`` once the model is loaded; 503 before (or if it failed)."""
+        if state.failure:
+            return JSONResponse({"status": "error", "error": state.failure}, 503)
         if state.ready.is_set():
             return JSONResponse({"status": "ok"})
-        if state.error:
-            return JSONResponse({"status": "error", "error": state.error}, 503)
         return JSONResponse({"status": "loading"}, 503,
                             headers={"Retry-After": str(settings.retry_after_s)})
 
@@ -284,7 +321,7 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
                                              "--max-text-chars"},
         422: {"description": "not JSON, or a field of the wrong type"},
         503: {"description": "loading, or the queue is full (Retry-After)"}})
-    async def label(body: LabelRequest) -> JSONResponse:
+    async def label(body: LabelRequest, request: Request) -> JSONResponse:
         """Label raw texts (or pre-tokenized sentences): spans with character offsets, the
         records ``seqrep predict`` prints."""
         if body.words is not None:
@@ -294,18 +331,19 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
             texts = [body.text] if body.text is not None else list(body.texts or [])
             pretokenized, field = False, "text" if body.text is not None else "texts"
         _check_texts(texts, field, settings)
-        records = await state.label(texts, pretokenized, body.decoding)
+        records = await state.label(texts, pretokenized, body.decoding,
+                                    _disconnected(request))
         return JSONResponse({"decoding": body.decoding or state.config.decoding,
                              "results": records})
 
-    async def hf(body: HFRequest) -> JSONResponse:
+    async def hf(body: HFRequest, request: Request) -> JSONResponse:
         """Hugging Face token classification (aggregated by entity group): a list of
         ``{entity_group, score, word, start, end}``, or one such list per text when
         ``inputs`` is a list."""
         single = isinstance(body.inputs, str)
         texts = [body.inputs] if single else list(body.inputs)
         _check_texts(texts, "inputs", settings)
-        records = await state.label(texts, False, None)
+        records = await state.label(texts, False, None, _disconnected(request))
         out = [[{"entity_group": s["label"], "score": s["score"], "word": s["text"],
                  "start": s["start"], "end": s["end"]} for s in r["spans"]] for r in records]
         return JSONResponse(out[0] if single else out)

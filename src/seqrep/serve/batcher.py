@@ -43,6 +43,14 @@ class Closed(Exception):
     """The batcher is shutting down and takes no new requests."""
 
 
+class WorkerDead(Exception):
+    """The worker thread has ended: no request can be answered (``/health`` says 503)."""
+
+
+class Gone(Exception):
+    """The job's client went away before its forward pass began; it was not computed."""
+
+
 def text_sentences(text: str, pretokenized: bool = False) -> list[tuple[str, ...]]:
     """The word tuples :func:`~seqrep.predict.predict_text` will label for ``text``.
 
@@ -67,6 +75,7 @@ class Job:
     queued: float = field(default_factory=time.monotonic)
     sentences: list[tuple[str, ...]] = field(default_factory=list)
     rows: list[int] = field(default_factory=list)
+    gone: bool = False  # the client went away: drop the job if it has not run
 
 
 class _Cached:
@@ -99,6 +108,10 @@ class Batcher:
         max_wait_ms: wait at most this long after the first queued job for more to join.
         max_queue: requests waiting at most; :meth:`submit` raises :class:`QueueFull` past it.
         metrics: where to record batch sizes and the queue depth (optional).
+
+    The worker survives any error of one batch (that batch's requests get the error). If it
+    ends anyway, :attr:`failure` says why, every waiting request gets :class:`WorkerDead`, and
+    so does every later :meth:`submit`: no request waits for a worker that is gone.
     """
 
     def __init__(self, labeler: SequenceLabeler, max_batch_tokens: int = MAX_TOKENS,
@@ -112,8 +125,14 @@ class Batcher:
         self.batches = 0  # shared batches run
         self.largest = 0  # most requests in one batch
         self.misses = 0  # sentences predict_text asked for that were not in the batch
+        self.abandoned = 0  # jobs dropped unrun because their client went away
+        self.failure: str | None = None  # why the worker ended, if it ended unasked
+        # the queue, the carried job and the forming batch are shared with the event loop:
+        # read and changed only under self._cv
         self._queue: collections.deque[Job] = collections.deque()
         self._carry: Job | None = None  # taken from the queue, opens the next batch
+        self._forming: list[Job] = []  # taken from the queue for the batch being formed
+        self._running: list[Job] = []  # the batch being computed and answered
         self._cv = threading.Condition()
         self._closing = False
         self._thread = threading.Thread(target=self._run, name="seqrep-batcher", daemon=True)
@@ -126,13 +145,16 @@ class Batcher:
     @property
     def depth(self) -> int:
         """Requests waiting for a batch."""
-        return len(self._queue) + (self._carry is not None)
+        with self._cv:
+            return len(self._queue) + (self._carry is not None)
 
     def submit(self, texts: Sequence[str], pretokenized: bool = False,
                decoding: str | None = None) -> concurrent.futures.Future:
         """Queue texts; the future gives one predict_text record per text."""
         job = Job(list(texts), pretokenized, decoding)
         with self._cv:
+            if self.failure is not None:
+                raise WorkerDead(self.failure)
             if self._closing:
                 raise Closed("the server is shutting down")
             if self.depth >= self.max_queue:
@@ -142,6 +164,26 @@ class Batcher:
             self._gauge()
             self._cv.notify()
         return job.future
+
+    def abandon(self, future: concurrent.futures.Future) -> bool:
+        """The client of ``future`` went away: drop its job unless its forward pass has begun.
+
+        Returns:
+            True if the job will not be computed.
+        """
+        with self._cv:
+            for job in self._queue:
+                if job.future is future:
+                    self._queue.remove(job)
+                    future.cancel()
+                    self._dropped(1)
+                    self._gauge()
+                    return True
+            for job in [self._carry, *self._forming]:
+                if job is not None and job.future is future:
+                    job.gone = True  # _label drops it before the forward pass
+                    return True
+        return False
 
     def close(self, timeout: float | None = None) -> None:
         """Take no new jobs, finish every queued one, stop the worker."""
@@ -154,7 +196,12 @@ class Batcher:
     # ----------------------------------------------------------------- worker thread
     def _gauge(self) -> None:
         if self.metrics is not None:
-            self.metrics.queue_depth.set(self.depth)
+            self.metrics.queue_depth.set(len(self._queue) + (self._carry is not None))
+
+    def _dropped(self, n: int) -> None:
+        self.abandoned += n
+        if self.metrics is not None and n:
+            self.metrics.abandoned.inc(n)
 
     def _next(self, deadline: float | None) -> Job | None:
         """The next live job: wait until ``deadline`` (None: until one comes or closing)."""
@@ -168,36 +215,91 @@ class Batcher:
                 if not self._queue:
                     return None
                 job = self._queue.popleft()
-                self._gauge()
-            if job.future.set_running_or_notify_cancel():  # False: the client went away
-                try:
-                    for text in job.texts:
-                        job.sentences += text_sentences(text, job.pretokenized)
-                    job.rows = [len(seg) for s in job.sentences
-                                for seg in self.labeler.encode(list(s))]
-                except Exception as err:  # noqa: BLE001 - handed to the waiting request
-                    job.future.set_exception(err)
+                if not job.future.set_running_or_notify_cancel():  # the client went away
                     continue
-                return job
+                self._forming.append(job)
+                self._gauge()
+            try:
+                for text in job.texts:
+                    job.sentences += text_sentences(text, job.pretokenized)
+                job.rows = [len(seg) for s in job.sentences
+                            for seg in self.labeler.encode(list(s))]
+            except Exception as err:  # noqa: BLE001 - handed to the waiting request
+                with self._cv:
+                    self._forming.remove(job)
+                job.future.set_exception(err)
+                continue
+            return job
 
     def _run(self) -> None:
-        while True:
-            first, self._carry = self._carry or self._next(None), None
-            if first is None:
-                return  # closing and drained
-            batch, rows = [first], list(first.rows)
-            deadline = first.queued + self.max_wait
+        try:
             while True:
-                job = self._next(deadline)
-                if job is None:
-                    break
-                if padded_tokens(rows + job.rows) > self.max_batch_tokens:
-                    self._carry = job  # opens the next batch
-                    break
-                batch.append(job)
-                rows += job.rows
+                try:
+                    if not self._step():
+                        return  # closing and drained
+                except Exception as err:  # noqa: BLE001 - the batch's requests get it
+                    log.exception("batcher: unexpected error; its batch is answered with it")
+                    self._fail(err)
+        except BaseException as err:
+            with self._cv:
+                self.failure = f"the labeling worker stopped ({type(err).__name__}: {err})"
+            log.critical("%s; every request now gets 503", self.failure)
+            raise
+        finally:
+            if self.failure is not None:
+                self._fail(WorkerDead(self.failure), queued=True)
+
+    def _fail(self, err: BaseException, queued: bool = False) -> None:
+        """Answer the jobs taken from the queue (and, if ``queued``, the waiting ones too)
+        with ``err``."""
+        with self._cv:
+            jobs = self._running + self._forming + ([self._carry] if self._carry else [])
+            self._running, self._forming, self._carry = [], [], None
+            if queued:
+                jobs += list(self._queue)
+                self._queue.clear()
             self._gauge()
-            self._label(batch, rows)
+        for job in jobs:
+            if not job.future.done():
+                try:
+                    job.future.set_exception(err)
+                except concurrent.futures.InvalidStateError:  # answered meanwhile
+                    pass
+
+    def _step(self) -> bool:
+        """Form one batch and answer it; False once closing with nothing left."""
+        with self._cv:
+            first, self._carry = self._carry, None
+            if first is not None:
+                self._forming.append(first)
+        first = first or self._next(None)
+        if first is None:
+            return False
+        rows = list(first.rows)
+        deadline = first.queued + self.max_wait
+        while True:
+            job = self._next(deadline)
+            if job is None:
+                break
+            if padded_tokens(rows + job.rows) > self.max_batch_tokens:
+                with self._cv:
+                    self._forming.remove(job)
+                    self._carry = job  # opens the next batch
+                break
+            rows += job.rows
+        with self._cv:
+            batch, self._forming = self._forming, []
+            gone = [job for job in batch if job.gone]
+            self._running = batch = [job for job in batch if not job.gone]
+            self._dropped(len(gone))
+            self._gauge()
+        for job in gone:
+            job.future.set_exception(Gone("the client went away"))
+        if batch:
+            self._label(batch, [r for job in batch for r in job.rows])
+        with self._cv:
+            self._running = []
+        return True
 
     def _label(self, batch: list[Job], rows: list[int]) -> None:
         sentences = list(dict.fromkeys(s for job in batch for s in job.sentences))

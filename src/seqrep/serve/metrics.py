@@ -48,6 +48,8 @@ class Metrics:
         self.batch_seconds = Histogram("seqrep_batch_duration_seconds",
                                        "model time of one shared batch",
                                        buckets=LATENCY_BUCKETS, registry=reg)
+        self.abandoned = Counter("seqrep_abandoned_requests", "requests dropped before their "
+                                 "forward pass because the client went away", registry=reg)
         self.queue_depth = Gauge("seqrep_queue_depth", "requests waiting for a batch",
                                  registry=reg)
         self.model_loaded = Gauge("seqrep_model_loaded", "1 once the model is loaded",

@@ -15,6 +15,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seqrep.serve.metrics import Metrics
 
+#: HTTP methods that get a series of their own in the metrics; any other is counted as
+#: "other", so a client cannot add series by inventing methods.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE",
+                     "CONNECT"})
+
 
 class ApiError(StarletteHTTPException):
     """An error answered as JSON: status, a type name, a message and optional extra fields."""
@@ -62,7 +67,8 @@ class Observe:
         finally:
             self.metrics.in_progress.labels(name).dec()
             code = status["code"]
-            self.metrics.requests.labels(name, scope["method"], str(code)).inc()
+            method = scope["method"] if scope["method"] in METHODS else "other"
+            self.metrics.requests.labels(name, method, str(code)).inc()
             self.metrics.latency.labels(name).observe(time.perf_counter() - start)
             if code >= 400:
                 kind = scope.get("seqrep_error") or {404: "not_found", 405: "method",

@@ -1,0 +1,157 @@
+"""The server under abuse and failure: junk HTTP methods, a worker thread that fails or dies,
+and clients that leave before their turn. Each test is bounded in time (a hang fails it)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the serve extra is not installed")
+httpx = pytest.importorskip("httpx", reason="the serve extra is not installed")
+
+from seqrep.serve.app import ServeSettings, create_app  # noqa: E402
+
+BOUND = 20  # seconds: far over what any of these answers takes, well under a hang
+
+
+def _series(metrics: str, name: str) -> list[str]:
+    return [line for line in metrics.splitlines() if line.startswith(name + "{")]
+
+
+def test_junk_methods_share_one_metrics_label(labeler, serving) -> None:
+    app = create_app(labeler=labeler)
+    junk = [f"JUNK{i}" for i in range(40)] + ["get", "PROPFIND", "X" * 200]
+
+    async def main() -> str:
+        async with serving(app) as c:
+            for method in junk:
+                await c.request(method, "/health")
+            await c.get("/health")
+            return (await c.get("/metrics")).text
+
+    metrics = asyncio.run(main())
+    methods = {line.split('method="')[1].split('"')[0]
+               for line in _series(metrics, "seqrep_requests_total")}
+    # 43 junk methods, 3 routes: one label for all of them, not a series each
+    assert methods == {"GET", "other"}, methods
+    assert len(_series(metrics, "seqrep_requests_total")) <= 4
+
+
+def _with_label(app: Any, replace) -> None:  # noqa: ANN001
+    """Swap the app's batcher's _label once the model is loaded (``replace(original)``)."""
+    batcher = app.state.seqrep.batcher
+    batcher._label = replace(batcher._label)
+
+
+def test_unexpected_error_in_the_worker_loop_answers_and_the_worker_lives(labeler,
+                                                                          serving) -> None:
+    app = create_app(labeler=labeler, settings=ServeSettings(max_wait_ms=0))
+
+    def once(original):  # noqa: ANN001, ANN202
+        calls = {"n": 0}
+
+        def label(batch, rows):  # noqa: ANN001, ANN202
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise RuntimeError("outside _label's own try")
+            return original(batch, rows)
+        return label
+
+    async def main() -> None:
+        async with serving(app) as c:
+            _with_label(app, once)
+            first = await asyncio.wait_for(c.post("/v1/label", json={"text": "Obama left."}),
+                                           BOUND)
+            assert first.status_code in (500, 503) and "Traceback" not in first.text
+            assert "outside _label" not in first.text
+            second = await asyncio.wait_for(c.post("/v1/label", json={"text": "Obama left."}),
+                                            BOUND)
+            assert second.status_code == 200
+            assert (await c.get("/health")).status_code == 200
+
+    asyncio.run(main())
+
+
+def test_dead_worker_turns_health_503_and_requests_never_hang(labeler, serving) -> None:
+    app = create_app(labeler=labeler, settings=ServeSettings(max_wait_ms=0))
+
+    def die(original):  # noqa: ANN001, ANN202
+        def label(batch, rows):  # noqa: ANN001, ANN202
+            raise SystemExit("the worker thread ends")  # escapes any `except Exception`
+        return label
+
+    async def main() -> None:
+        async with serving(app) as c:
+            _with_label(app, die)
+            first = await asyncio.wait_for(c.post("/v1/label", json={"text": "Obama left."}),
+                                           BOUND)
+            assert first.status_code == 503, first.text
+            health = await c.get("/health")
+            assert health.status_code == 503 and health.json()["status"] == "error"
+            later = await asyncio.wait_for(c.post("/v1/label", json={"text": "Paris."}), BOUND)
+            assert later.status_code == 503 and later.json()["error"]["type"] == "worker_dead"
+
+    asyncio.run(main())
+
+
+async def _post_then_leave(app: Any, body: dict, leave: asyncio.Event) -> list[dict]:
+    """POST ``body`` to /v1/label straight over ASGI; the client disconnects when ``leave``
+    is set. Returns the ASGI messages the app sent."""
+    raw = json.dumps(body).encode()
+    sent: list[dict] = []
+    messages = [{"type": "http.request", "body": raw, "more_body": False}]
+
+    async def receive() -> dict:
+        if messages:
+            return messages.pop(0)
+        await leave.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+             "method": "POST", "scheme": "http", "path": "/v1/label", "raw_path": b"/v1/label",
+             "query_string": b"", "root_path": "", "server": ("test", 80),
+             "client": ("127.0.0.1", 5000),
+             "headers": [(b"content-type", b"application/json"),
+                         (b"content-length", str(len(raw)).encode())]}
+    await app(scope, receive, send)
+    return sent
+
+
+def test_queued_work_of_a_client_that_left_is_never_computed(labeler, proxy, gate, serving,
+                                                             until) -> None:
+    def hold(sentences):  # noqa: ANN001, ANN202
+        if ("Held",) in [tuple(s) for s in sentences]:
+            gate.wait(BOUND)
+
+    counted = proxy(labeler, hold)
+    app = create_app(labeler=counted, settings=ServeSettings(max_wait_ms=0))
+
+    async def main() -> None:
+        async with serving(app) as c:
+            batcher = app.state.seqrep.batcher
+            held = asyncio.ensure_future(c.post("/v1/label", json={"words": [["Held"]]}))
+            await asyncio.to_thread(until, lambda: len(counted.calls) == 1, BOUND)
+            leave = asyncio.Event()
+            gone = asyncio.ensure_future(_post_then_leave(
+                app, {"words": [["Abandoned", "work"]]}, leave))
+            await asyncio.to_thread(until, lambda: batcher.depth == 1, BOUND)
+            leave.set()  # the client disconnects while its job waits in the queue
+            await asyncio.wait_for(gone, BOUND)
+            await asyncio.to_thread(until, lambda: batcher.depth == 0, BOUND)
+            gate.set()
+            assert (await asyncio.wait_for(held, BOUND)).status_code == 200
+            after = await c.post("/v1/label", json={"words": [["After"]]})
+            assert after.status_code == 200
+            metrics = (await c.get("/metrics")).text
+        computed = [s for call in counted.calls for s in call]
+        assert ("Abandoned", "work") not in computed
+        assert computed == [("Held",), ("After",)]
+        assert "seqrep_abandoned_requests_total 1.0" in metrics
+
+    asyncio.run(main())
