@@ -112,3 +112,61 @@ def test_overwrite_deletes_only_a_seqrep_run(tiny, tmp_path: Path, capsys, conte
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "not a seqrep run" in err and "--overwrite" in err
     assert (folder / "chapter1.tex").read_text() == "years of work"
+
+
+LABELS = ["O", "B-PER", "I-PER"]
+
+
+@pytest.fixture(scope="module")
+def labeler_dir(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A saved tiny labeler (r = 0, frozen: the base model is referenced, not copied)."""
+    from seqrep.model.labeler import SequenceLabeler
+
+    root = tmp_path_factory.mktemp("labeler")
+    lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=0,
+                                     finetune="full", exit_layer=2)
+    return lab.save_pretrained(root / "labeler")
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def test_export_replaces_only_a_previous_export(labeler_dir: Path, tmp_path: Path,
+                                                capsys) -> None:
+    pytest.importorskip("onnxscript")
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    (papers / "draft.tex").write_text("unrelated work")
+    run = shutil.copytree(labeler_dir, tmp_path / "run")
+    before = _tree(run)
+    (tmp_path / "afile").write_text("a file")
+    for target, why in ((papers, "not a seqrep ONNX export"), (run, "the run"),
+                        (run / "onnx", "the run"), (tmp_path / "afile", "not a folder"),
+                        (tmp_path, "the run")):
+        code, _, err = cli(capsys, "export", str(run), "--onnx", str(target), "--no-check")
+        assert code == 2 and len(err.strip().splitlines()) == 1, (target, err)
+        assert why in err and "Traceback" not in err
+    assert (papers / "draft.tex").read_text() == "unrelated work"
+    assert _tree(run) == before and not (run / "onnx").exists()
+    assert (tmp_path / "afile").read_text() == "a file"
+
+
+def test_a_previous_export_or_an_empty_folder_may_be_replaced(tmp_path: Path) -> None:
+    from seqrep.export import META_FILE
+    from seqrep.export.onnx import check_export_target
+
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / META_FILE).write_text(json.dumps({"format": "seqrep-onnx", "format_version": 1}))
+    (old / "model.onnx").write_bytes(b"old graph")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for ok in (old, empty, tmp_path / "new"):
+        check_export_target(ok, tmp_path / "run")
+    (old / META_FILE).write_text(json.dumps({"format": "something else"}))
+    from seqrep.errors import SeqrepError
+
+    with pytest.raises(SeqrepError, match="not a seqrep ONNX export"):
+        check_export_target(old, tmp_path / "run")

@@ -57,6 +57,8 @@ DEFAULT_OPSET = 18
 TOLERANCE = 1e-3
 # weights past this size go to an external data file (a protobuf holds at most 2 GB)
 EXTERNAL_DATA_BYTES = 1_500_000_000
+# a seqrep-onnx.json is a few kB; a larger one is not read whole
+MAX_META_BYTES = 1 << 22
 
 CHECK_SENTENCES = [
     ["Obama", "visited", "Paris", "and", "Berlin", "last", "week", "."],
@@ -198,6 +200,47 @@ def parity(labeler: SequenceLabeler, onnx_labeler: Any, sentences: Sequence[Sequ
             "words": sum(len(s) for s in sentences), "batch_sizes": list(batch_sizes)}
 
 
+def is_export(folder: Path) -> bool:
+    """Whether ``folder`` holds a seqrep ONNX export (its metadata file says so)."""
+    import json
+
+    meta = Path(folder) / META_FILE
+    try:
+        with open(meta, "rb") as f:
+            raw = f.read(MAX_META_BYTES + 1)
+        data = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_META_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and data.get("format") == "seqrep-onnx"
+
+
+def check_export_target(out_dir: str | Path, source: str | Path | None = None) -> None:
+    """Refuse an export folder whose replacing would lose data, before anything is loaded.
+
+    ``out_dir`` may be missing, empty or a previous seqrep export (:func:`is_export`); it may
+    not be ``source`` (the run exported), lie inside it or hold it.
+
+    Raises:
+        ConfigError: one line naming the folder and why.
+    """
+    out = Path(out_dir).resolve()
+    if source is not None:
+        src = Path(source).resolve()
+        if out == src or src in out.parents or out in src.parents:
+            raise ConfigError(f"--onnx {out_dir} is the run {source}, lies inside it or holds "
+                              f"it; writing there would replace the run: choose a folder "
+                              f"outside it")
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise ConfigError(f"--onnx {out_dir} is not a folder; give a folder to write the "
+                          f"export to")
+    if any(out.iterdir()) and not is_export(out):
+        raise ConfigError(f"--onnx {out_dir} exists and is not a seqrep ONNX export (no "
+                          f"{META_FILE} of one), so it is not replaced: choose a new or empty "
+                          f"folder")
+
+
 def export_labeler(labeler: SequenceLabeler, out_dir: str | Path, opset: int = DEFAULT_OPSET,
                    check: bool = True, tolerance: float = TOLERANCE,
                    source: str | None = None, total_layers: int | None = None) -> Path:
@@ -224,6 +267,7 @@ def export_labeler(labeler: SequenceLabeler, out_dir: str | Path, opset: int = D
                           f"export_onnx converts a saved labeler itself")
     if labeler.placement.device.type != "cpu":
         raise ConfigError("export a labeler placed on the CPU")
+    check_export_target(out_dir, source)
     labeler.eval()
     graph = _Graph.module(labeler)
     example = _example(labeler)
@@ -302,7 +346,8 @@ def export_onnx(labeler_dir: str | Path, out_dir: str | Path, opset: int = DEFAU
 
     Args:
         labeler_dir: a labeler folder or a run folder.
-        out_dir: the folder to write (replaced atomically).
+        out_dir: the folder to write (replaced atomically); only a missing or empty folder
+            or a previous seqrep export, never the run itself (:func:`check_export_target`).
         opset: the ONNX opset (default 18).
         trust_remote_code: run code shipped with the backbone (the caller's decision).
         check: label fixed sentences with ONNX Runtime and PyTorch and refuse the export if
@@ -313,6 +358,8 @@ def export_onnx(labeler_dir: str | Path, out_dir: str | Path, opset: int = DEFAU
     """
     require_onnx("onnx", "onnxscript", "onnxruntime")
     from seqrep.model.labeler import SequenceLabeler
+
+    check_export_target(out_dir, labeler_dir)  # before any work
 
     labeler = SequenceLabeler.from_pretrained(labeler_dir, trust_remote_code, "cpu", "fp32")
     if hasattr(labeler.backbone, "merge_and_unload"):  # LoRA: fold the adapter in
