@@ -40,19 +40,111 @@ def append_record(path: str | Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
-def read_records(path: str | Path) -> list[dict[str, Any]]:
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _integer(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _optional(check: Any) -> Any:
+    return lambda v: v is None or check(v)
+
+
+def _layer(v: Any) -> bool:
+    return v is None or v == "auto" or _integer(v)
+
+
+def _string(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+# "a.b.c" -> (check, what it should be, required): the fields a report reads from a finished
+# run; an optional field may be missing (a missing "metrics.test" skips its own fields)
+_FINISHED = (
+    ("config.labeler.model", _string, "a string", True),
+    ("config.labeler.repetitions", _integer, "an integer", True),
+    ("config.labeler.unmask", _string, "a string", True),
+    ("config.labeler.finetune", _string, "a string", True),
+    ("config.labeler.exit_layer", _layer, "an integer, \"auto\" or null", False),
+    ("config.labeler.frozen_layers", _optional(_integer), "an integer or null", False),
+    ("config.train.dataset", _string, "a string", True),
+    ("config.train.seed", _integer, "an integer", True),
+    ("config.train.epochs", _optional(_integer), "an integer or null", False),
+    ("config.train.lr", _optional(_number), "a number or null", False),
+    ("metrics.validation", lambda v: isinstance(v, dict), "an object", True),
+    ("metrics.validation.f1", _number, "a number", True),
+    ("metrics.test", _optional(lambda v: isinstance(v, dict)), "an object or null", False),
+    ("metrics.test.f1", _number, "a number", True),
+    ("metrics.test.sentences", _optional(_integer), "an integer or null", False),
+    ("metrics.train_seconds", _number, "a number", False),
+    ("metrics.train_sentences", _optional(_integer), "an integer or null", False),
+    ("metrics.layer", _layer, "an integer or null", False),
+    ("metrics.exit_layer", _layer, "an integer or null", False),
+)
+
+
+def record_problem(record: dict[str, Any]) -> str | None:
+    """What makes a store record unreadable by a report (a field of the wrong type), or
+    ``None``. Records of another ``kind`` (bench) and unfinished runs need less."""
+    kind = record.get("kind", "run")
+    if not isinstance(kind, str):
+        return f'"kind" is {kind!r:.40}; expected a string'
+    if kind != "run":
+        return None
+    for name in ("config", "metrics", "config.labeler", "config.train"):
+        value = _at(record, name)
+        if not isinstance(value, dict):
+            return f'"{name}" is {"missing" if value is _MISSING else repr(value)[:40]}; ' \
+                   "expected an object"
+    if record["metrics"].get("status") != "finished":
+        return None
+    for name, ok, expected, required in _FINISHED:
+        value = _at(record, name)
+        if value is _MISSING:
+            parent = _at(record, name.rsplit(".", 1)[0])
+            if required and parent is not None and parent is not _MISSING:
+                return f'"{name}" is missing; expected {expected}'
+        elif not ok(value):
+            return f'"{name}" is {value!r:.40}; expected {expected}'
+    return None
+
+
+_MISSING = object()
+
+
+def _at(record: dict[str, Any], name: str) -> Any:
+    """The value at a dotted path, or ``_MISSING``."""
+    value: Any = record
+    for key in name.split("."):
+        if not isinstance(value, dict) or key not in value:
+            return _MISSING
+        value = value[key]
+    return value
+
+
+def read_records(path: str | Path, check: Any = None) -> list[dict[str, Any]]:
     """All complete records of a results store, in file order.
 
     A line that is not UTF-8, not JSON or not a JSON object (a writer killed mid-record) is
     skipped; if any are, one warning says how many and where the first one is. Blank lines are
-    ignored, and a complete last line without a newline is kept.
+    ignored, and a complete last line without a newline is kept. A complete line that no
+    seqrep writer makes (a number of thousands of digits, nesting too deep for the parser) is
+    an error, and so is a record ``check`` finds a problem in.
 
     Args:
         path: the store; a missing file has no records.
+        check: ``record -> problem or None`` (:func:`record_problem`), or ``None``.
 
     Returns:
         the records, as dicts.
+
+    Raises:
+        DataError: naming the store and the line.
     """
+    from seqrep.errors import DataError
+
     path = Path(path)
     if not path.exists():
         return []
@@ -68,7 +160,16 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
             record = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError):
             record = None
+        except RecursionError:
+            raise DataError(path, "a record nested too deeply for the parser; expected a "
+                                  "seqrep results record", n) from None
+        except ValueError as err:  # an integer of more digits than Python converts (4300)
+            raise DataError(path, f"unreadable number ({str(err).split(';')[0]}); expected a "
+                                  "seqrep results record", n) from None
         if isinstance(record, dict):
+            problem = check(record) if check is not None else None
+            if problem is not None:
+                raise DataError(path, f"{problem} (not a seqrep results record?)", n)
             out.append(record)
         else:
             skipped.append(n)
@@ -102,22 +203,31 @@ def run_record(folder: str | Path) -> dict[str, Any]:
     except FileNotFoundError as err:
         raise ConfigError(f"{folder}: not a finished run ({Path(err.filename).name} is "
                           f"missing); expected a results store (JSONL) or a run folder") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as err:
-        raise ConfigError(f"{folder}: run.json / metrics.json unreadable ({err})") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError, KeyError,
+            TypeError) as err:
+        raise ConfigError(f"{folder}: run.json / metrics.json unreadable "
+                          f"({str(err)[:120] or type(err).__name__})") from None
+    if not isinstance(metrics, dict):
+        raise ConfigError(f"{folder}: metrics.json is not an object")
     if metrics.get("status") != "finished":
         raise ConfigError(f"{folder}: the run has not finished (status "
                           f"{metrics.get('status')!r})")
     if "exit_search" in run:
         config["labeler"]["exit_layer"] = "auto"
-    return {"run_id": config_hash(config), "name": folder.name, "config": config,
-            "metrics": metrics, "source": str(folder)}
+    record = {"run_id": config_hash(config), "name": folder.name, "config": config,
+              "metrics": metrics, "source": str(folder)}
+    problem = record_problem(record)
+    if problem is not None:
+        raise ConfigError(f"{folder}: run.json / metrics.json: {problem}")
+    return record
 
 
 def read_sources(paths: list[str | Path]) -> list[dict[str, Any]]:
     """The records of results stores (JSONL files) and run folders, in the order given."""
     out: list[dict[str, Any]] = []
     for path in paths:
-        out += [run_record(path)] if Path(path).is_dir() else read_records(path)
+        out += [run_record(path)] if Path(path).is_dir() else read_records(path,
+                                                                            record_problem)
     return out
 
 
