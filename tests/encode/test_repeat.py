@@ -72,3 +72,20 @@ def test_length_batches_sort_and_waste() -> None:
     shuffled = length_batches(lengths, batch_size=2, shuffle=True, seed=1)
     assert shuffled == length_batches(lengths, batch_size=2, shuffle=True, seed=1)
     assert sorted(i for b in shuffled for i in b) == list(range(8))
+
+
+def test_long_sentence_windows_and_ownership_by_hand() -> None:
+    # ten one-subtoken words, 4 per window, 2 shared: worked out on paper from the rules
+    # (a window holds whole words up to the limit; the next one repeats `overlap` subtokens;
+    # a word is read where its distance to the nearest cut edge is largest)
+    spans = windows([1] * 10, limit=4, overlap=2)
+    assert spans == [(0, 4, [0, 1, 2]), (2, 6, [3, 4]), (4, 8, [5, 6]), (6, 10, [7, 8, 9])]
+    segs = encode_sentence([[100 + i] for i in range(10)],
+                           RepeatSpec(repetitions=1, max_subtokens=4), overlap=2)
+    assert [list(s.input_ids) for s in segs] == [
+        [100, 101, 102, 103] * 2, [102, 103, 104, 105] * 2,
+        [104, 105, 106, 107] * 2, [106, 107, 108, 109] * 2]
+    assert [s.words for s in segs] == [(0, 1, 2), (3, 4), (5, 6), (7, 8, 9)]
+    # read in the second copy (positions 4..7) at the owned word's place in the window
+    assert [s.reads for s in segs] == [((4,), (5,), (6,)), ((5,), (6,)), ((5,), (6,)),
+                                       ((5,), (6,), (7,))]
