@@ -7,6 +7,12 @@ The causal layers keep the model's own mask (and its fused SDPA path); the swapp
 additive float mask (0 / dtype min), which eager and SDPA attention both read correctly, and it is
 never None, so SDPA cannot fall back to ``is_causal=True`` at batch size 1. Sliding-window
 layers keep their window, symmetric: ``|i - j| < window`` (Gemma's bidirectional convention).
+
+The mask is built in the dtype attention computes in (the autocast dtype under bf16/fp16
+autocast), so its minimum stays finite there (an fp32 minimum becomes -inf in bf16 and fp16),
+and a padding query with no key in its window sees itself, so no row is empty (an empty row of
+-inf is NaN on some SDPA backends, and a NaN in a padding row's output reaches real tokens in
+the next layer through a zero attention weight).
 """
 
 from __future__ import annotations
@@ -67,16 +73,28 @@ def bidirectional_mask(attention_mask: torch.Tensor, dtype: torch.dtype,
 
     Args:
         attention_mask: ``(B, T)`` 1 for real tokens, 0 for padding.
-        dtype: dtype of the attention scores.
+        dtype: dtype of the attention scores (see :func:`compute_dtype`).
         window: symmetric sliding window, or None.
     """
     keep = attention_mask[:, None, None, :].bool()  # (B, 1, 1, T)
     if window is not None:
         idx = torch.arange(attention_mask.shape[1], device=attention_mask.device)
         keep = keep & ((idx[:, None] - idx[None, :]).abs() < window)[None, None]
+        # a padding query far from every real token would have no key: it sees itself
+        eye = (idx[:, None] == idx[None, :])[None, None]
+        keep = keep | (eye & ~keep.any(-1, keepdim=True))
     mask = torch.zeros(keep.shape, dtype=dtype, device=attention_mask.device)
     return mask.masked_fill(~keep, torch.finfo(dtype).min).expand(
         -1, 1, attention_mask.shape[1], -1)
+
+
+def compute_dtype(hidden: torch.Tensor) -> torch.dtype:
+    """The dtype attention scores are computed in for ``hidden``: the autocast dtype when
+    autocast is on for its device, else its own."""
+    kind = hidden.device.type
+    if torch.is_autocast_enabled(kind):
+        return torch.get_autocast_dtype(kind)
+    return hidden.dtype
 
 
 class Unmasker:
@@ -114,7 +132,8 @@ class Unmasker:
             hidden = args[0] if args else kwargs["hidden_states"]
             window = self._windows[index]
             if window not in state.masks:
-                state.masks[window] = bidirectional_mask(state.padding, hidden.dtype, window)
+                state.masks[window] = bidirectional_mask(state.padding, compute_dtype(hidden),
+                                                         window)
             kwargs["attention_mask"] = state.masks[window]
             state.calls += 1
             return args, kwargs
