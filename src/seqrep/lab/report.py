@@ -17,7 +17,7 @@ from typing import Any
 from seqrep.fileio import write_text
 from seqrep.lab.cells import budget, layer_cell, lr_cell, save_figure
 from seqrep.lab.identity import setting_hash
-from seqrep.lab.results import read_sources
+from seqrep.lab.results import read_sources, unique_runs
 
 
 def summarize(values: Iterable[float]) -> dict[str, float | int | None]:
@@ -72,9 +72,10 @@ def _finetune(lab: dict[str, Any]) -> str:
 
 
 def _groups(records: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
-    """Finished records by strategy (a sorted tuple of its items)."""
+    """Finished records by strategy (a sorted tuple of its items), each run once
+    (:func:`seqrep.lab.results.unique_runs`)."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
-    for rec in records:
+    for rec in unique_runs(records)[0]:
         if rec.get("metrics", {}).get("status") != "finished":
             continue
         groups[_key(strategy(rec))].append(rec)
@@ -342,6 +343,14 @@ def report(results: str | Path | list[str | Path], out: str | Path,
     bench_rows = [b for b in all_rows if b.get("mode") == "cut"]
     made = plots(rows, out, bench_rows)
     md = Path(notes).read_text(encoding="utf-8") + "\n" if notes else ""
+    repeats = unique_runs(records)[1]
+    if repeats:
+        n = len(repeats)
+        names = ", ".join(dict.fromkeys(str(r.get("source") or r.get("name") or r.get("run_id"))
+                                        for r in repeats))
+        md += (f"Note: {n} record{' repeats' if n == 1 else 's repeat'} a run already read "
+               f"(the same run id, or a run folder holding a stored run's metrics) and "
+               f"{'is' if n == 1 else 'are'} counted once: {names}.\n\n")
     md += markdown(rows)
     for against in ("causal", "depth"):
         pairs = paired(records, against)

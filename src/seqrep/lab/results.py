@@ -231,6 +231,35 @@ def read_sources(paths: list[str | Path]) -> list[dict[str, Any]]:
     return out
 
 
+def unique_runs(records: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The records with each run once, and the repeats left out, both in reading order.
+
+    A record repeats one read before it when both carry the same ``run_id`` (and, for a probe,
+    the same layer): one store given twice, or two ``grid`` processes that finished the same
+    run. A run folder's record (it has a ``source``) also repeats a record of the same seed
+    that holds the same metrics: the grid stored the run and the folder holds its
+    ``metrics.json``, while the folder's configuration is the resolved one (labels and task
+    filled in, learning rates resolved), so its id differs from the grid's.
+    """
+    ids: set[tuple[Any, Any]] = set()
+    results: dict[tuple[Any, str], set[bool]] = {}
+    kept, repeats = [], []
+    for rec in records:
+        metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
+        key = (rec["run_id"], metrics.get("layer")) if rec.get("run_id") else None
+        seed = ((rec.get("config") or {}).get("train") or {}).get("seed")
+        same = (seed, json.dumps(metrics, sort_keys=True))
+        folder = "source" in rec
+        if key in ids or (same in results and (folder or True in results[same])):
+            repeats.append(rec)
+            continue
+        kept.append(rec)
+        if key is not None:
+            ids.add(key)
+        results.setdefault(same, set()).add(folder)
+    return kept, repeats
+
+
 def environment() -> dict[str, Any]:
     """Package versions, the project's git commit and the machine, for a record."""
     import platform
