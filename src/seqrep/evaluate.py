@@ -170,6 +170,28 @@ def check_labels(sentences: Sequence[Sentence], labels: Sequence[str], source: s
     return list(sentences)
 
 
+def check_test_labels(sentences: Sequence[Sentence], labels: Sequence[str],
+                      source: str = "the test split", task: str = "spans") -> list[Sentence]:
+    """:func:`check_labels` for sentences that are only scored (a test split), where gold
+    labels the model cannot produce are no error: they stay in the gold, so each of their
+    spans (or words) counts as missed, and one notice line on stderr names them with their
+    counts. The model's labels come from training and validation data only."""
+    import sys
+
+    tags = {t for s in sentences for t in task_tags(s.tags, task)}
+    out = check_labels(sentences, sorted(set(labels) | tags), source, task=task)
+    unknown = sorted({t[2:] if task == "spans" else t for t in tags - set(labels)} - {"O"})
+    if unknown:
+        unit = "span" if task == "spans" else "word"
+        counts = {x: sum(t == (f"B-{x}" if task == "spans" else x) for s in out for t in s.tags)
+                  for x in unknown}
+        print(f"notice: {source} has labels the model cannot produce (in no training or "
+              "validation sentence), counted as missed: "
+              + ", ".join(f"{x} ({n} {unit}{'s' if n != 1 else ''})" for x, n in counts.items()),
+              file=sys.stderr, flush=True)
+    return out
+
+
 def evaluate_logits(labeler: SequenceLabeler, sentences: Sequence[Sentence],
                     logits: Sequence[Any], decoding: str | None = None) -> dict[str, Any]:
     """Decode given logits of ``sentences`` the labeler's way and score them (``sentences``

@@ -16,7 +16,7 @@ import torch
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.data.splits import load_data, tag_inventory
 from seqrep.decode import decode
-from seqrep.evaluate import check_labels, score
+from seqrep.evaluate import check_labels, check_test_labels, score
 from seqrep.fileio import write_json
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.train.probes import _logits, _per_sentence, features, fit_heads
@@ -40,9 +40,9 @@ def _probe(labeler_config: LabelerConfig, train_config: TrainConfig, layers: lis
            output: str | Path | None, epochs: int, lr: float,
            reader_options: dict[str, Any] | None) -> list[dict[str, Any]]:
     data = load_data(train_config, reader_options)
-    labels = tag_inventory(data.train + data.eval + data.test)
+    labels = tag_inventory(data.train + data.eval)  # never from test
     data.eval = check_labels(data.eval, labels, "the validation split")
-    data.test = check_labels(data.test, labels, "the test split")
+    data.test = check_test_labels(data.test, labels)
     cfg = labeler_config.replace(labels=labels, finetune="frozen")
     if layers:
         cfg = cfg.replace(exit_layer=max(layers))

@@ -27,7 +27,7 @@ import torch
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.data.splits import load_data, resolve_task, tag_inventory
 from seqrep.errors import SeqrepError
-from seqrep.evaluate import check_labels
+from seqrep.evaluate import check_labels, check_test_labels
 from seqrep.fileio import write_json
 from seqrep.model.device import Placement
 from seqrep.model.labeler import SequenceLabeler
@@ -188,12 +188,12 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
     task = resolve_task(labeler_config.task, data.train)
     if not labeler_config.labels:
         labeler_config = labeler_config.replace(
-            labels=tag_inventory(data.train + data.eval + data.test, task))
+            labels=tag_inventory(data.train + data.eval, task))  # never from test
     labeler_config = labeler_config.replace(task=task)
     data.train = check_labels(data.train, labeler_config.labels, "the training split",
                               task=task)
     data.eval = check_labels(data.eval, labeler_config.labels, "the validation split", task=task)
-    data.test = check_labels(data.test, labeler_config.labels, "the test split", task=task)
+    data.test = check_test_labels(data.test, labeler_config.labels, task=task)
     sweep = None
     if labeler_config.exit_layer == "auto":
         from seqrep.train.probes import choose_exit_layer
