@@ -138,12 +138,14 @@ SNIPS = {
 def write_layouts(root: Path) -> dict[str, Path]:
     """Each layout on disk under ``root``: name -> the path a user passes to seqrep."""
     root.mkdir(parents=True, exist_ok=True)
-    (root / "wnut17.conll").write_text(WNUT17, encoding="utf-8")
+    for name in ("wnut17train.conll", "emerging.test.annotated"):  # WNUT-17's published names
+        (root / name).write_text(WNUT17, encoding="utf-8")
     (root / "ud.conllu").write_text("\n".join(UD) + "\n", encoding="utf-8")
     (root / "conll2000.txt").write_text(CONLL2000, encoding="utf-8")
     for split, (words, tags, intents) in SNIPS.items():
         (root / "snips" / split).mkdir(parents=True, exist_ok=True)
         for name, lines in (("seq.in", words), ("seq.out", tags), ("label", intents)):
             (root / "snips" / split / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return {"wnut17": root / "wnut17.conll", "ud": root / "ud.conllu",
+    return {"wnut17": root / "wnut17train.conll", "wnut17-test": root / "emerging.test.annotated",
+            "ud": root / "ud.conllu",
             "conll2000": root / "conll2000.txt", "snips": root / "snips"}

@@ -32,7 +32,7 @@ def test_train_evaluate_predict(tiny, tmp_path: Path, case: str) -> None:
     options, task, labels = CASES[case]
     out = tmp_path / "run"
     # one file: validation is carved from it; a dataset folder (SNIPS) has its own splits
-    split = ["--test", str(data)] if data.is_file() else []
+    split = ["--test", str(paths.get(f"{case}-test", data))] if data.is_file() else []
     result = runner.invoke(app, ["train", "--model", tiny("llama"), "--dataset", str(data),
                                  *split, *options, "--epochs", "1", "--batch-size", "4",
                                  "--output", str(out), "--quiet"])

@@ -29,6 +29,10 @@ def test_wnut17_tab_columns_and_whitespace_only_breaks(tmp_path: Path) -> None:
     assert corpus.stats()["spans_per_label"] == {"corporation": 1, "creative-work": 1,
                                                  "location": 2, "product": 1}
     assert corpus.repaired == 0
+    # the published test file's suffix is .annotated: its content says it is CoNLL
+    test = tmp_path / "emerging.test.annotated"
+    test.write_text(WNUT17, encoding="utf-8")
+    assert detect_format(test) == "conll" and read_corpus(test).stats() == corpus.stats()
 
 
 def test_ud_conllu_words_are_the_syntactic_words(tmp_path: Path) -> None:
