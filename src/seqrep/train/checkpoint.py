@@ -117,13 +117,22 @@ def _restore(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimize
             params[n].copy_(t)
     moments = _tensors(path / "optimizer.safetensors")
     rng = _tensors(path / "rng.safetensors")
-    for group, saved_group in zip(optimizer.param_groups, groups):
-        for key, value in saved_group.items():
-            if key != "params":
-                group[key] = value
-        for p, name in zip(group["params"], saved_group["params"]):
-            optimizer.state[p] = {k.split("::", 1)[1]: v for k, v in moments.items()
-                                  if k.split("::", 1)[0] == name}
+    # torch's own loader puts each moment on its parameter's device and dtype and keeps
+    # ``step`` where AdamW expects it (the CPU unless fused or capturable)
+    indexed = optimizer.state_dict()["param_groups"]  # the same groups, params as indices
+    state_dict: dict = {"state": {}, "param_groups": []}
+    for ids, saved_group in zip(indexed, groups):
+        if len(ids["params"]) != len(saved_group["params"]):
+            raise ValueError(f"a parameter group of {len(saved_group['params'])} parameters, "
+                             f"the model's has {len(ids['params'])}")
+        state_dict["param_groups"].append({**{k: v for k, v in saved_group.items()
+                                              if k != "params"}, "params": ids["params"]})
+        for index, name in zip(ids["params"], saved_group["params"]):
+            state = {k.split("::", 1)[1]: v for k, v in moments.items()
+                     if k.split("::", 1)[0] == name}
+            if state:
+                state_dict["state"][index] = state
+    optimizer.load_state_dict(state_dict)
     torch.set_rng_state(rng[_rng_name("torch", rank)])
     device = next((p.device for p in params.values() if p.device.type == "cuda"), None)
     if device is not None and _rng_name("cuda", rank) in rng:
