@@ -1,19 +1,17 @@
-"""``seqrep serve`` as a user runs it: options, a bad folder, and a real process that answers
-and, on SIGTERM, finishes the request it is computing before it exits."""
+"""``seqrep serve`` as a user runs it: options, a bad folder, a busy port (in-process, through
+the console script's entry point), and one real process that answers and stops on SIGTERM."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from seqrep.cli.app import app
+from seqrep.cli.app import app, main
 from seqrep.serve.local import free_port, wait_healthy
 
 pytest.importorskip("uvicorn", reason="the serve extra is not installed")
@@ -26,29 +24,80 @@ def test_help_lists_the_options() -> None:
     result = CliRunner().invoke(app, ["serve", "--help"], terminal_width=200)
     assert result.exit_code == 0
     for option in ("--host", "--port", "--max-batch-tokens", "--max-wait-ms",
-                   "--max-text-chars", "--max-texts", "--max-queue"):
+                   "--max-text-chars", "--max-texts", "--max-queue", "--device", "--precision",
+                   "--request-timeout", "--max-connections"):
         assert option in result.output, option
 
 
-def test_not_a_run_folder_is_one_line(tmp_path: Path) -> None:
-    out = subprocess.run(SEQREP + ["serve", str(tmp_path)], capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 2
-    assert out.stderr.strip().startswith("error:") and "not a saved labeler" in out.stderr
-    assert "Traceback" not in out.stderr
+def _main(args: list[str], capsys) -> tuple[int, str]:  # noqa: ANN001
+    """Run the console script's entry point in-process: (exit code, stderr)."""
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    return exit_.value.code, capsys.readouterr().err
 
 
-def test_bad_option_value(labeler_dir: Path) -> None:
-    out = subprocess.run(SEQREP + ["serve", str(labeler_dir), "--max-texts", "0"],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2 and "--max-texts 0" in out.stderr
+def test_not_a_run_folder_is_one_line(tmp_path: Path, capsys) -> None:
+    code, err = _main(["serve", str(tmp_path), "--port", str(free_port())], capsys)
+    assert code == 2
+    assert err.startswith("error:") and "not a saved labeler" in err
+    assert len(err.strip().splitlines()) == 1
 
 
-def test_serves_and_sigterm_finishes_the_open_request(labeler_dir: Path, texts) -> None:
+@pytest.mark.parametrize("option,value,says", [
+    ("--max-texts", "0", "--max-texts 0"), ("--max-connections", "0", "--max-connections 0"),
+    ("--request-timeout", "0", "--request-timeout 0"), ("--device", "tpu", "--device 'tpu'"),
+    ("--precision", "fp64", "--precision 'fp64'")])
+def test_bad_option_value_is_one_line(labeler_dir: Path, capsys, monkeypatch, option: str,
+                                      value: str, says: str) -> None:
+    import seqrep.serve.app
+
+    monkeypatch.setattr(seqrep.serve.app, "create_app", _never)
+    code, err = _main(["serve", str(labeler_dir), "--port", str(free_port()), option, value],
+                      capsys)
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1, err
+
+
+def _never(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    raise AssertionError("the app was built (and its model would load) after a user error")
+
+
+def test_busy_port_is_one_line_before_the_model_loads(labeler_dir: Path, capsys,
+                                                      monkeypatch) -> None:
+    import socket
+
+    import seqrep.serve.app
+
+    monkeypatch.setattr(seqrep.serve.app, "create_app", _never)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, err = _main(["serve", str(labeler_dir), "--port", str(port)], capsys)
+    assert code == 2, err
+    assert err == f"error: --port {port}: cannot listen on 127.0.0.1:{port} (already in " \
+                  f"use); choose another --port or stop what uses it\n"
+
+
+def test_device_and_precision_reach_the_model(labeler_dir: Path, serving) -> None:
+    import asyncio
+
+    from seqrep.serve.app import create_app
+
+    async def main() -> dict:
+        async with serving(create_app(labeler_dir, device="cpu", precision="bf16")) as c:
+            return (await c.get("/v1/model")).json()
+
+    info = asyncio.run(main())
+    assert (info["device"], info["autocast"]) == ("cpu", "bf16")
+
+
+def test_console_script_serves_and_stops_on_sigterm(labeler_dir: Path, texts) -> None:
+    """One real process (the console script's way in): it answers, and SIGTERM stops it
+    cleanly. That a shutdown finishes the request being computed is tested without timing in
+    test_server.py."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen(SEQREP + ["serve", str(labeler_dir), "--port", str(port),
-                                      "--max-wait-ms", "0", "--max-batch-tokens", "64"],
+    proc = subprocess.Popen(SEQREP + ["serve", str(labeler_dir), "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         if not wait_healthy(base, 120, alive=lambda: proc.poll() is None):
@@ -56,26 +105,8 @@ def test_serves_and_sigterm_finishes_the_open_request(labeler_dir: Path, texts) 
             raise AssertionError(f"server did not start:\n{proc.communicate()[0]}")
         r = httpx.post(base + "/v1/label", json={"text": texts[0]}, timeout=60)
         assert r.status_code == 200 and r.json()["results"][0]["spans"]
-        # a request of many small batches (64 padded tokens each), then SIGTERM while it runs
-        big = {"texts": [f"{i}. " + " ".join(texts) for i in range(48)]}
-        answer: dict = {}
-
-        def send() -> None:
-            answer["r"] = httpx.post(base + "/v1/label", json=big, timeout=120)
-            answer["at"] = time.monotonic()
-
-        sender = threading.Thread(target=send)
-        sender.start()
-        busy = 'seqrep_requests_in_progress{route="/v1/label"} 1.0'
-        while busy not in httpx.get(base + "/metrics").text:  # sent, and being answered
-            assert "r" not in answer, "the request was too quick to test a shutdown under way"
-            time.sleep(0.005)
-        signalled = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        sender.join(120)
-        assert answer["r"].status_code == 200 and answer["at"] > signalled
-        assert len(answer["r"].json()["results"]) == 48
-        # uvicorn exits by the signal it got, once the open requests are answered
+        # uvicorn exits by the signal it got
         assert proc.wait(60) in (0, -signal.SIGTERM)
     finally:
         if proc.poll() is None:

@@ -72,6 +72,8 @@ class _State:
     """What one app serves: the labeler (once loaded), its config, batcher and metrics."""
 
     runtime = "auto"  # torch, onnx or onnx-int8 (see seqrep.export.load_labeler)
+    device = "auto"  # as the commands' --device and --precision
+    precision = "auto"
 
     def __init__(self, source: str, config: LabelerConfig | None,
                  labeler: SequenceLabeler | None, settings: ServeSettings) -> None:
@@ -89,7 +91,8 @@ class _State:
                 from seqrep.export import load_labeler
 
                 t = time.perf_counter()
-                self.labeler = load_labeler(run_dir, self.runtime)
+                self.labeler = load_labeler(run_dir, self.runtime, device=self.device,
+                                            precision=self.precision)
                 log.info("model %s loaded in %.1f s", self.source, time.perf_counter() - t)
             self.labeler.eval()
             self.config = self.labeler.config
@@ -220,7 +223,8 @@ def _disconnected(request: Request) -> Callable[[], Awaitable[None]]:
 
 # ----------------------------------------------------------------------------- the app
 def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | None = None,
-               settings: ServeSettings | None = None, runtime: str = "auto") -> FastAPI:
+               settings: ServeSettings | None = None, runtime: str = "auto",
+               device: str = "auto", precision: str = "auto") -> FastAPI:
     """The FastAPI application serving a saved labeler.
 
     Args:
@@ -229,6 +233,7 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
         labeler: an already loaded labeler instead (tests, embedding in a program).
         settings: limits and batching.
         runtime: torch, onnx, onnx-int8 or auto (see :func:`seqrep.export.load_labeler`).
+        device, precision: where ``run_dir``'s model runs (as the commands' options).
     """
     if run_dir is None and labeler is None:
         raise ValueError("give run_dir or labeler")
@@ -240,7 +245,7 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
         config = read_config(Path(run_dir))  # fails now, with one line, if not a labeler
     source = str(run_dir) if run_dir is not None else config.model
     state = _State(source, config, labeler, settings)
-    state.runtime = runtime
+    state.runtime, state.device, state.precision = runtime, device, precision
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
