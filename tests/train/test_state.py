@@ -52,3 +52,21 @@ def test_resumed_moments_equal_the_saved_ones(tmp_path: Path) -> None:
         assert torch.equal(p, q)
         for key in ("exp_avg", "exp_avg_sq", "step"):
             assert torch.equal(opt.state[p][key], fresh.state[q][key])
+
+
+def test_training_never_runs_fp16_without_loss_scaling(monkeypatch) -> None:
+    # fp16 autocast without a gradient scaler lets small gradients underflow to 0: training on
+    # a GPU without bf16 runs fp32 by default, and asking for fp16 is refused in one line
+    import pytest
+
+    from seqrep.errors import ConfigError
+    from seqrep.model.device import resolve_precision
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
+    gpu = torch.device("cuda", 0)
+    assert resolve_precision("auto", gpu, training=True) == "fp32"
+    assert resolve_precision("auto", gpu) == "fp16"  # inference keeps fp16 there
+    with pytest.raises(ConfigError, match="fp16") as err:
+        resolve_precision("fp16", gpu, training=True)
+    assert "\n" not in str(err.value)
+    assert resolve_precision("fp16", gpu) == "fp16"

@@ -5,10 +5,12 @@
   process takes its own local GPU.
 - ``precision``: ``fp32``, ``bf16`` or ``fp16`` as autocast around the backbone; weights stay
   fp32 (the master copy when training) and the head, the loss and the decoders run in fp32.
-  ``auto`` is bf16 on a GPU that supports it and fp16 on other GPUs; on a CPU with native
-  bf16 (AVX512-BF16 or AMX) it is bf16 for inference (predict, evaluate, serve: CoNLL-2003
-  test F1 under bf16 autocast was 67.50 against 67.46 in fp32, results/bf16-f1.json) and fp32
-  for training; fp32 on other CPUs and on MPS. ``--precision fp32`` keeps fp32 anywhere.
+  ``auto`` is bf16 on a GPU that supports it and fp16 on other GPUs (fp32 when training
+  there); on a CPU with native bf16 (AVX512-BF16 or AMX) it is bf16 for inference (predict,
+  evaluate, serve: CoNLL-2003 test F1 under bf16 autocast was 67.50 against 67.46 in fp32,
+  results/bf16-f1.json) and fp32 for training; fp32 on other CPUs and on MPS.
+  ``--precision fp32`` keeps fp32 anywhere. Training never runs fp16: it would need loss
+  scaling (small gradients underflow to 0 in fp16), so ``fp16`` for training is refused.
 
 Bad choices (``cuda`` without CUDA, ``bf16`` on a GPU without it, ``fp16`` on the CPU) are a
 ConfigError that says what to do; ``bf16`` on a CPU without native bf16 runs (emulated) with a
@@ -84,10 +86,13 @@ def resolve_precision(name: str, device: torch.device, training: bool = False) -
     name = (name or "auto").lower()
     if name not in PRECISIONS:
         raise ConfigError(f"--precision {name!r}; expected one of {', '.join(PRECISIONS)}")
+    if training and name == "fp16":
+        raise ConfigError("--precision fp16: training in fp16 needs loss scaling, which seqrep "
+                          "does not do (small gradients would underflow to 0); use bf16 or fp32")
     if device.type == "cuda":
         bf16 = torch.cuda.is_bf16_supported()
         if name == "auto":
-            return "bf16" if bf16 else "fp16"
+            return "bf16" if bf16 else ("fp32" if training else "fp16")
         if name == "bf16" and not bf16:
             raise ConfigError(f"--precision bf16: {torch.cuda.get_device_name(device)} has no "
                               f"bf16; use --precision fp16 or fp32")
