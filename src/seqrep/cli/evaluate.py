@@ -17,7 +17,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from seqrep.cli.options import command, config_params, config_values, parse_label_map
+from seqrep.cli.options import (
+    check_decoding,
+    command,
+    config_params,
+    config_values,
+    parse_label_map,
+)
 from seqrep.config import ReaderConfig
 
 
@@ -39,7 +45,8 @@ def _params() -> list:
                                             "(default: test for a dataset, the whole file for "
                                             "a file)")),
         p("decoding", str | None, typer.Option(None, "--decoding", help="greedy or "
-                                               "constrained (default: the run's)")),
+                                               "constrained (default: the run's)",
+                                               callback=check_decoding)),
         p("label_map", list[str] | None, typer.Option(None, "--label-map",
                                                       help="rename dataset labels, OLD=NEW")),
         p("batch_size", int, typer.Option(64, "--batch-size")),

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import typer
 
+from seqrep.cli.options import check_decoding
+
 
 def _lines(text: str) -> list[str]:
     """One text per ``\\n`` line (a final newline ends the last line; ``\\r\\n`` counts as one
@@ -47,7 +49,8 @@ def predict(
     output_format: str = typer.Option("jsonl", "--format", help="jsonl or conll"),
     words: bool = typer.Option(False, "--words",
                                help="input lines are pre-tokenized, whitespace-separated words"),
-    decoding: str | None = typer.Option(None, "--decoding", help="greedy or constrained"),
+    decoding: str | None = typer.Option(None, "--decoding", help="greedy or constrained",
+                                        callback=check_decoding),
     batch_size: int = typer.Option(32, "--batch-size"),
     trust_remote_code: bool = typer.Option(
         False, "--trust-remote-code",

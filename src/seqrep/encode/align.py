@@ -13,9 +13,14 @@ Llama tokenizers return wrong.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+#: Words whose subtokens a WordTokenizer remembers (least recently used go first): about
+#: 320 bytes each, so at most about 16 MB however many distinct words a server sees.
+CACHE_WORDS = 50_000
 
 
 @dataclass
@@ -26,6 +31,7 @@ class WordTokenizer:
         tokenizer: a Hugging Face tokenizer.
         max_word_subtokens: a single word longer than this is cut to its first subtokens (its
             label is read there anyway); each cut is counted in ``cut_words``.
+        cache_size: words whose subtokens are remembered, least recently used dropped first.
 
     Attributes:
         prefix: special ids the tokenizer puts before a text (e.g. ``[BOS]`` or ``[CLS]``).
@@ -36,7 +42,9 @@ class WordTokenizer:
     max_word_subtokens: int = 64
     cut_words: int = 0
     empty_words: int = 0
-    _cache: dict[str, tuple[list[int], int]] = field(default_factory=dict, repr=False)
+    cache_size: int = CACHE_WORDS
+    _cache: OrderedDict[str, tuple[list[int], int]] = field(default_factory=OrderedDict,
+                                                            repr=False)
 
     def __post_init__(self) -> None:
         self.prefix, self.suffix = special_affixes(self.tokenizer)
@@ -54,16 +62,8 @@ class WordTokenizer:
         Returns:
             One list of ids per word.
         """
-        todo = [w for w in dict.fromkeys(words) if w not in self._cache]
-        if todo:
-            # a lone surrogate (text that is not valid Unicode) cannot reach the Rust
-            # tokenizer: it is tokenized as U+FFFD, the word itself stays as it was
-            encoded = self.tokenizer([" " + _valid(w) for w in todo], add_special_tokens=False)
-            for word, ids in zip(todo, encoded["input_ids"]):
-                self._cache[word] = self._clean(list(ids))
         out = []
-        for w in words:
-            ids = self._cache[w][0]
+        for ids, _ in self._entries(words):
             if len(ids) > self.max_word_subtokens:
                 self.cut_words += 1
                 ids = ids[: self.max_word_subtokens]
@@ -72,7 +72,26 @@ class WordTokenizer:
 
     def leads(self, words: Sequence[str]) -> list[int]:
         """Per word, how many leading space-only tokens to skip when reading it."""
-        return [min(self._cache[w][1], self.max_word_subtokens - 1) for w in words]
+        return [min(lead, self.max_word_subtokens - 1) for _, lead in self._entries(words)]
+
+    def _entries(self, words: Sequence[str]) -> list[tuple[list[int], int]]:
+        """``(ids, lead)`` per word, from the cache or tokenized now (the missing ones in one
+        call); the cache then keeps the ``cache_size`` most recently used words."""
+        found = {}
+        for w in dict.fromkeys(words):
+            if w in self._cache:
+                self._cache.move_to_end(w)
+                found[w] = self._cache[w]
+        todo = [w for w in dict.fromkeys(words) if w not in found]
+        if todo:
+            # a lone surrogate (text that is not valid Unicode) cannot reach the Rust
+            # tokenizer: it is tokenized as U+FFFD, the word itself stays as it was
+            encoded = self.tokenizer([" " + _valid(w) for w in todo], add_special_tokens=False)
+            for word, ids in zip(todo, encoded["input_ids"]):
+                found[word] = self._cache[word] = self._clean(list(ids))
+        while len(self._cache) > max(0, self.cache_size):
+            self._cache.popitem(last=False)
+        return [found[w] for w in words]
 
     def _clean(self, ids: list[int]) -> tuple[list[int], int]:
         if not ids:  # e.g. a zero-width character the tokenizer drops
