@@ -170,3 +170,89 @@ def test_a_previous_export_or_an_empty_folder_may_be_replaced(tmp_path: Path) ->
 
     with pytest.raises(SeqrepError, match="not a seqrep ONNX export"):
         check_export_target(old, tmp_path / "run")
+
+
+@pytest.fixture(scope="module")
+def lora_dir(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from seqrep.model.labeler import SequenceLabeler
+
+    root = tmp_path_factory.mktemp("lora")
+    lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=0,
+                                     finetune="lora", exit_layer=2)
+    return lab.save_pretrained(root / "labeler")
+
+
+def _no_unpickling(*a, **k):  # noqa: ANN002, ANN003, ANN202
+    raise AssertionError("torch.load was called")
+
+
+def test_a_decoy_safetensors_beside_a_pickle_is_refused(labeler_dir: Path, lora_dir: Path,
+                                                        tmp_path: Path, monkeypatch) -> None:
+    import torch
+
+    from seqrep.errors import ModelError
+    from seqrep.model.labeler import SequenceLabeler
+
+    lora = shutil.copytree(lora_dir, tmp_path / "lora")
+    (lora / "adapter" / "adapter_model.safetensors").rename(lora / "adapter" / "x.safetensors")
+    torch.save({}, lora / "adapter" / "adapter_model.bin")
+    full = shutil.copytree(labeler_dir, tmp_path / "full")
+    (full / "backbone" / "model.safetensors").rename(full / "backbone" / "x.safetensors")
+    torch.save({}, full / "backbone" / "pytorch_model.bin")
+    monkeypatch.setattr(torch, "load", _no_unpickling)
+    with pytest.raises(ModelError, match="adapter_model.safetensors"):
+        SequenceLabeler.from_pretrained(lora)
+    with pytest.raises(ModelError, match="model.safetensors"):
+        SequenceLabeler.from_pretrained(full)
+
+
+def test_the_adapter_loader_never_falls_back_to_pickle(lora_dir: Path, monkeypatch) -> None:
+    """peft's loaders read adapter_model.bin when the safetensors file is missing; seqrep
+    reads the adapter's safetensors itself and never calls them."""
+    import peft
+    import peft.peft_model
+    import peft.utils.save_and_load
+    import torch
+
+    from seqrep.model.labeler import SequenceLabeler
+
+    reference = SequenceLabeler.from_pretrained(lora_dir)
+    for mod in (peft, peft.peft_model, peft.utils.save_and_load):
+        if hasattr(mod, "load_peft_weights"):
+            monkeypatch.setattr(mod, "load_peft_weights", _no_unpickling)
+    monkeypatch.setattr(peft.PeftModel, "from_pretrained", _no_unpickling)
+    monkeypatch.setattr(torch, "load", _no_unpickling)
+    lab = SequenceLabeler.from_pretrained(lora_dir)
+    # every adapter weight came from the file: same as the saved tensors
+    from safetensors.torch import load_file
+
+    saved = load_file(str(lora_dir / "adapter" / "adapter_model.safetensors"))
+    state = {k: v for k, v in lab.backbone.state_dict().items() if "lora_" in k}
+    assert len(state) == len(saved) > 0
+    for key, value in saved.items():
+        got = [v for k, v in state.items() if k.replace(".default", "") == key]
+        assert len(got) == 1 and torch.equal(got[0], value), key
+    words = [["Obama", "visited", "Paris"]]
+    assert torch.equal(lab.word_logits(words)[0], reference.word_logits(words)[0])
+
+
+def test_a_run_backbone_missing_weights_fails_in_one_line(labeler_dir: Path, tmp_path: Path,
+                                                          capsys) -> None:
+    from safetensors.torch import load_file, save_file
+
+    from seqrep.errors import ModelError
+    from seqrep.model.labeler import SequenceLabeler
+
+    gap = shutil.copytree(labeler_dir, tmp_path / "gap")
+    weights = load_file(str(gap / "backbone" / "model.safetensors"))
+    save_file({k: v for k, v in weights.items() if ".1." not in k},
+              str(gap / "backbone" / "model.safetensors"), metadata={"format": "pt"})
+    other = shutil.copytree(labeler_dir, tmp_path / "other")
+    cfg = json.loads((other / "backbone" / "config.json").read_text())
+    cfg["model_type"] = "qwen2"  # qwen2 has q/k/v biases the saved llama weights lack
+    (other / "backbone" / "config.json").write_text(json.dumps(cfg))
+    for folder in (gap, other):
+        with pytest.raises(ModelError, match="missing"):
+            SequenceLabeler.from_pretrained(folder)
+        code, _, err = cli(capsys, "predict", str(folder), "Obama visited Paris")
+        assert code == 2 and len(err.strip().splitlines()) == 1, err

@@ -26,6 +26,33 @@ def _choice(name: str, value: Any, allowed: tuple) -> None:
 
 
 UNMASK_NAMES = ("none", "full", "middle")
+ATTENTION = ("sdpa", "eager", "flash_attention_2", "flash_attention_3", "flex_attention")
+# What a labeler config may ask for: a config read from a shared folder must not allocate
+# gigabytes or loop for minutes before the first prediction. The largest tag sets in use have
+# a few hundred tags; the paper repeats a sentence at most 4 times.
+LIMITS = {"repetitions": (0, 64), "max_subtokens": (8, 1 << 17), "frozen_layers": (0, 1 << 14),
+          "lora_rank": (1, 1 << 14), "lora_alpha": (1, 1 << 20)}
+MAX_LABELS = 2048
+MAX_LABEL_CHARS = 200
+
+
+def _check_types(config: Any) -> None:
+    """Refuse a field whose value is not of its annotated type (a config read from a file
+    may hold anything: ``repetitions: 1.5``, ``separator: 5``, ``labels: "x"``)."""
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        kinds = str(f.type).replace(" ", "").split("|")
+        ok = (value is None and "None" in kinds
+              or isinstance(value, bool) and "bool" in kinds
+              or not isinstance(value, bool) and (
+                  isinstance(value, int) and ("int" in kinds or "float" in kinds)
+                  or isinstance(value, float) and "float" in kinds
+                  or isinstance(value, str) and "str" in kinds
+                  or isinstance(value, list) and "list[str]" in kinds
+                  and all(isinstance(x, str) for x in value)))
+        if not ok:
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+            raise ConfigError(f"{f.name}={shown}; expected {' or '.join(kinds)}")
 FINETUNE_MODES = ("full", "lora", "qlora", "frozen")
 # Learning rates by fine-tuning mode, used where TrainConfig leaves lr / head_lr unset.
 # full: the CPU recipe measured in README.md; lora: the paper's 2e-4; frozen: no backbone
@@ -108,8 +135,14 @@ class LabelerConfig(_Config):
     trust_remote_code: bool = _f(False, "allow code from the model repository")
 
     def __post_init__(self) -> None:
-        if self.repetitions < 0:
-            raise ConfigError(f"repetitions={self.repetitions}; expected 0 or more")
+        _check_types(self)
+        for name, (low, high) in LIMITS.items():
+            if not low <= getattr(self, name) <= high:
+                raise ConfigError(f"{name}={getattr(self, name)}; expected {low} to {high}")
+        if len(self.labels) > MAX_LABELS or any(len(x) > MAX_LABEL_CHARS for x in self.labels):
+            raise ConfigError(f"labels: {len(self.labels)} tags, the longest of "
+                              f"{max(map(len, self.labels))} characters; expected at most "
+                              f"{MAX_LABELS} of at most {MAX_LABEL_CHARS}")
         if isinstance(self.exit_layer, str) and self.exit_layer != "auto":
             if not self.exit_layer.strip().isdigit():
                 raise ConfigError(f"exit_layer={self.exit_layer!r}; expected a layer number, "
@@ -126,12 +159,10 @@ class LabelerConfig(_Config):
         _choice("task", self.task, ("auto", "spans", "tokens"))
         _choice("dtype", self.dtype, ("float32", "bfloat16", "float16"))
         _choice("decoding", self.decoding, ("greedy", "constrained"))
-        if self.frozen_layers < 0:
-            raise ConfigError(f"frozen_layers={self.frozen_layers}; expected 0 or more")
-        if self.max_subtokens < 8:
-            raise ConfigError(f"max_subtokens={self.max_subtokens}; expected at least 8")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout={self.dropout}; expected 0 <= dropout < 1")
+        _choice("attn_implementation", self.attn_implementation, ATTENTION)
+        for name in ("dropout", "lora_dropout"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ConfigError(f"{name}={getattr(self, name)}; expected 0 <= {name} < 1")
         if self.task != "tokens" and self.labels and self.labels[0] != "O" and "O" in self.labels:
             raise ConfigError("labels must list 'O' first")
         if len(set(self.labels)) != len(self.labels):

@@ -66,7 +66,7 @@ def resolve_source(name: str) -> str:
 def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = True,
                   attn_implementation: str | None = "sdpa", dtype: str = "float32",
                   trust_remote_code: bool = False, tokenizer: str | None = None,
-                  quantization: Any = None) -> Backbone:
+                  quantization: Any = None, complete: bool = False) -> Backbone:
     """Load a base model and its tokenizer, cut after ``exit_layer`` layers.
 
     Args:
@@ -78,6 +78,9 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
         trust_remote_code: allow code from the model repo (off unless the user asks).
         tokenizer: where to load the tokenizer from (default: the model's source).
         quantization: a transformers quantization config (QLoRA's 4-bit base), or None.
+        complete: every weight of the model must come from the folder, and every weight in
+            it must be used (a run's own saved backbone); otherwise a missing weight would
+            stay randomly initialised.
 
     Raises:
         ModelError: unknown model, or an exit layer the model does not have.
@@ -99,20 +102,24 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
                              f"(choose 1..{total})")
         cut_config(config, exit_layer)
     attn_implementation = _attention_for(config, attn_implementation)
-    if Path(source).is_dir() and not any(Path(source).glob("*.safetensors*")):
-        raise ModelError(f"{source}: no safetensors weights (seqrep never unpickles "
-                         f"pytorch_model.bin or other pickles, which can run code)")
+    if Path(source).is_dir():
+        require_weights(Path(source), SAFETENSORS_NAMES, "model")
     try:
         tokenizer = AutoTokenizer.from_pretrained(tokenizer or source, **kw)
         with quiet_transformers():
             extra = {} if quantization is None else {
                 "quantization_config": quantization,
                 "device_map": {"": int(os.environ.get("LOCAL_RANK", "0"))}}
-            model = AutoModel.from_pretrained(
+            model, loading = AutoModel.from_pretrained(
                 source, config=config, dtype=getattr(torch, dtype), use_safetensors=True,
-                attn_implementation=attn_implementation, **extra, **kw)
-    except (OSError, ValueError) as err:
+                attn_implementation=attn_implementation, output_loading_info=True,
+                **extra, **kw)
+    except AssertionError:
+        raise
+    except Exception as err:  # noqa: BLE001 - loaders of untrusted files raise many types
         raise _load_error(name, source, err) from None
+    if complete:
+        check_complete(source, loading)
     pad_id = pad_token_id(tokenizer, model.get_input_embeddings().num_embeddings)
     if getattr(model.config, "pad_token_id", None) is None:
         model.config.pad_token_id = pad_id
@@ -123,6 +130,35 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
     info = BackboneInfo(source, is_encoder, total, len(layer_stack(model)),
                         int(model.config.hidden_size), pad_id)
     return Backbone(model, tokenizer, info)
+
+
+# the weight files transformers reads from a folder with use_safetensors=True
+SAFETENSORS_NAMES = ("model.safetensors", "model.safetensors.index.json")
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
+
+
+def require_weights(folder: Path, names: tuple[str, ...], what: str) -> None:
+    """Refuse ``folder`` unless it holds one of ``names``, the exact safetensors files the
+    loader reads (another ``*.safetensors`` beside a pickle proves nothing)."""
+    if any((folder / n).is_file() for n in names):
+        return
+    pickles = sorted(p.name for p in folder.glob("*") if p.suffix in PICKLE_SUFFIXES)
+    found = f" (found {', '.join(pickles)}, which could run code when unpickled)" \
+        if pickles else ""
+    raise ModelError(f"{folder}: no safetensors weights for the {what} (no "
+                     f"{' or '.join(names)}){found}; seqrep loads safetensors only")
+
+
+def check_complete(source: str, loading: dict[str, Any]) -> None:
+    """Raise a one-line ModelError when a saved model's weights did not fill it exactly."""
+    for key, what in (("missing_keys", "missing from the folder (they would stay random)"),
+                      ("mismatched_keys", "of the wrong shape"),
+                      ("unexpected_keys", "in the folder but not in the model")):
+        keys = sorted(str(k) for k in loading.get(key) or ())
+        if keys:
+            raise ModelError(f"{source}: {len(keys)} weights {what}, e.g. {keys[0]}; the "
+                             f"folder is damaged or its config.json does not match its "
+                             f"weights")
 
 
 def _attention_for(config: Any, attn_implementation: str | None) -> str | None:

@@ -26,13 +26,24 @@ from safetensors.torch import load_file, save_file
 
 import seqrep
 from seqrep.config import LabelerConfig
-from seqrep.errors import ModelError
+from seqrep.errors import ConfigError, ModelError
 from seqrep.fileio import atomic_dir, write_json
-from seqrep.model.backbone import quiet_transformers
-from seqrep.model.tuning import load_adapter
+from seqrep.model.backbone import (
+    SAFETENSORS_NAMES,
+    load_backbone,
+    quiet_transformers,
+    require_weights,
+)
 
 if TYPE_CHECKING:
+    import torch
+
     from seqrep.model.labeler import SequenceLabeler
+
+
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+# the JSON files of a labeler folder are a few kB (a config with 2,048 labels: about 60 kB)
+MAX_JSON_BYTES = 1 << 22
 
 
 def save_labeler(labeler: SequenceLabeler, path: Path) -> Path:
@@ -58,27 +69,90 @@ def model_dir(path: Path) -> Path:
     return path / "best" if (path / "best" / "config.json").exists() else path
 
 
+def read_json(path: Path, what: str) -> object:
+    """A small JSON file of a labeler folder, read at most :data:`MAX_JSON_BYTES` (a link to
+    ``/dev/zero``, a folder, binary, deep nesting or a huge number is one line, not a hang,
+    a MemoryError or a traceback)."""
+    try:
+        if not path.is_file():
+            raise ValueError("not a regular file" if path.exists() else "missing")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_JSON_BYTES + 1)
+        if len(raw) > MAX_JSON_BYTES:
+            raise ValueError(f"larger than {MAX_JSON_BYTES} bytes")
+        return json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as err:
+        raise ModelError(f"{path}: not {what} ({_first(err)})") from None
+
+
 def read_config(path: Path) -> LabelerConfig:
     """The LabelerConfig saved in a labeler (or run) folder."""
     path = model_dir(path)
     cfg = path / "config.json"
     if not cfg.exists():
         raise ModelError(f"{path} is not a saved labeler (no config.json)")
+    data = read_json(cfg, "a seqrep labeler config")
+    if not isinstance(data, dict) or not isinstance(data.get("labeler"), dict):
+        raise ModelError(f"{cfg}: not a seqrep labeler config (expected an object with a "
+                         f"'labeler' object)")
     try:
-        data = json.loads(cfg.read_text(encoding="utf-8"))
         return LabelerConfig.from_dict(data["labeler"])
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise ModelError(f"{cfg}: not a seqrep labeler config ({err})") from None
+    except (ValueError, TypeError, RecursionError) as err:
+        raise ModelError(f"{cfg}: not a seqrep labeler config ({_first(err)})") from None
+    except ConfigError as err:
+        raise ModelError(f"{cfg}: {err}") from None
 
 
-def _require_safetensors(folder: Path, what: str) -> None:
-    if not any(folder.glob("*.safetensors")):
-        pickles = sorted(p.name for p in folder.glob("*") if p.suffix in (".bin", ".pt", ".pth",
-                                                                          ".pkl", ".ckpt"))
-        found = f" (found {', '.join(pickles)}, which could run code when unpickled)" \
-            if pickles else ""
-        raise ModelError(f"{folder}: no safetensors weights for the {what}{found}; seqrep "
-                         f"loads safetensors only")
+def load_adapter(backbone: torch.nn.Module, folder: Path) -> torch.nn.Module:
+    """``backbone`` with the LoRA adapter saved in ``folder``, read from
+    ``adapter_model.safetensors`` by seqrep itself: peft's own loaders fall back to
+    unpickling ``adapter_model.bin``, so they are never called. Every adapter weight must come
+    from the file (one line naming what does not fit otherwise)."""
+    from peft import LoraConfig, PeftModel, set_peft_model_state_dict
+
+    require_weights(folder, (ADAPTER_WEIGHTS,), "LoRA adapter")
+    cfg_file = folder / "adapter_config.json"
+    data = read_json(cfg_file, "a peft adapter config")
+    if not isinstance(data, dict) or data.get("peft_type") != "LORA":
+        raise ModelError(f"{cfg_file}: not a LoRA adapter config (peft_type "
+                         f"{data.get('peft_type') if isinstance(data, dict) else None!r})")
+    if data.get("task_type") is not None:
+        raise ModelError(f"{cfg_file}: task_type {data['task_type']!r}; a seqrep adapter has "
+                         f"none (the head is seqrep's own)")
+    try:
+        config = LoraConfig.from_pretrained(str(folder))
+        config.inference_mode = True
+        with quiet_transformers():
+            model = PeftModel(backbone, config)
+    except Exception as err:  # noqa: BLE001 - peft validates with several error types
+        raise ModelError(f"{cfg_file}: not a usable LoRA adapter config ({_first(err)})"
+                         ) from None
+    weights = _safetensors(folder / ADAPTER_WEIGHTS)
+    try:
+        result = set_peft_model_state_dict(model, weights)
+    except Exception as err:  # noqa: BLE001 - shape and key errors from torch and peft
+        raise ModelError(f"{folder / ADAPTER_WEIGHTS}: does not fit the model "
+                         f"({_first(err)})") from None
+    missing = sorted(k for k in result.missing_keys if "lora_" in k)
+    unexpected = sorted(result.unexpected_keys)
+    if missing or unexpected:
+        raise ModelError(f"{folder / ADAPTER_WEIGHTS}: {len(missing)} adapter weights "
+                         f"missing, {len(unexpected)} unknown (e.g. "
+                         f"{(missing or unexpected)[0]}); the adapter does not fit the model")
+    model.requires_grad_(False)
+    return model.eval()
+
+
+def _first(err: BaseException) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+
+
+def _safetensors(path: Path) -> dict[str, torch.Tensor]:
+    """A safetensors file's tensors, or one line naming it (truncated, not safetensors ...)."""
+    try:
+        return load_file(str(path))
+    except Exception as err:  # noqa: BLE001 - safetensors raises its own error types
+        raise ModelError(f"{path}: not a readable safetensors file ({_first(err)})") from None
 
 
 def load_labeler(cls: type[SequenceLabeler], path: Path,
@@ -96,12 +170,14 @@ def load_labeler(cls: type[SequenceLabeler], path: Path,
     config = saved.replace(trust_remote_code=trust_remote_code)
     tokenizer = str(path / "tokenizer")
     if config.finetune == "full":
-        # the saved backbone is already cut, and carries its own weights
-        _require_safetensors(path / "backbone", "backbone")
-        backbone = cls._load_backbone(config, str(path / "backbone"), False, tokenizer)
+        # the saved backbone is already cut, and carries its own weights: all of them
+        require_weights(path / "backbone", SAFETENSORS_NAMES, "backbone")
+        backbone = load_backbone(str(path / "backbone"), None, config.final_norm,
+                                 config.attn_implementation, config.dtype,
+                                 config.trust_remote_code, tokenizer, complete=True)
     else:
         if config.finetune in ("lora", "qlora"):
-            _require_safetensors(path / "adapter", "LoRA adapter")
+            require_weights(path / "adapter", (ADAPTER_WEIGHTS,), "LoRA adapter")
         base = config
         if config.finetune == "qlora":
             import torch
@@ -115,10 +191,10 @@ def load_labeler(cls: type[SequenceLabeler], path: Path,
         labeler.backbone = load_adapter(labeler.backbone, path / "adapter")
     head = path / "head.safetensors"
     try:
-        labeler.head.load_state_dict(load_file(str(head)))
-    except Exception as err:  # noqa: BLE001 - safetensors and torch raise several types
-        raise ModelError(f"{head}: not a head for this labeler "
-                         f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
-                         ) from None
+        labeler.head.load_state_dict(_safetensors(head))
+    except ModelError:
+        raise
+    except Exception as err:  # noqa: BLE001 - torch raises several types
+        raise ModelError(f"{head}: not a head for this labeler ({_first(err)})") from None
     labeler.eval()
     return labeler

@@ -15,7 +15,6 @@ modules, never from a per-family table of classes.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from torch import nn
@@ -95,9 +94,3 @@ def prepare_backbone(backbone: nn.Module, config: LabelerConfig) -> nn.Module:
             block.requires_grad_(False)
     return backbone
 
-
-def load_adapter(backbone: nn.Module, folder: Path) -> nn.Module:
-    """The base ``backbone`` with the saved LoRA adapter in ``folder`` put on it."""
-    from peft import PeftModel
-
-    return PeftModel.from_pretrained(backbone, str(folder))
