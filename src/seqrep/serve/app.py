@@ -10,6 +10,7 @@ Routes (OpenAPI page at ``/docs``)::
     GET  /health      503 until the model is loaded, then 200 {"status": "ok"}
     GET  /v1/model    labels, model, repetitions, exit layer, unmask, decoding, version
     GET  /metrics     Prometheus text format
+    GET  /docs, /redoc  the OpenAPI pages (their scripts served from /docs-assets, no CDN)
 
 Every error is a JSON body ``{"error": {"code", "type", "message", ...}}`` with its status:
 413 for a text or request over a limit, 422 for a body that is not JSON of the right shape
@@ -33,6 +34,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import seqrep
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("seqrep.serve")
 STATIC = Path(__file__).parent / "static"
+DOCS_ASSETS = "/docs-assets"  # the OpenAPI pages' scripts and styles, served from here
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,8 @@ class _State:
         return self.batcher.failure if self.batcher is not None else None
 
     async def label(self, texts: list[str], pretokenized: bool, decoding: str | None,
-                    gone: Callable[[], Awaitable[Any]] | None = None) -> list[dict[str, Any]]:
+                    gone: Callable[[], Awaitable[Any]] | None = None,
+                    word_scores: bool = False) -> list[dict[str, Any]]:
         """The records of ``texts`` from the batcher. ``gone`` returns once the client has
         disconnected: the job is then dropped if its forward pass has not begun."""
         retry = {"Retry-After": str(self.settings.retry_after_s)}
@@ -121,7 +125,7 @@ class _State:
             raise ApiError(503, "not_ready", self.failure or "the model is still loading",
                            retry)
         try:
-            future = self.batcher.submit(texts, pretokenized, decoding)
+            future = self.batcher.submit(texts, pretokenized, decoding, word_scores)
         except QueueFull as err:
             raise ApiError(503, "queue_full", f"server busy: {err}; retry later", retry,
                            limit={"name": "max_queue", "value": self.settings.max_queue}
@@ -210,6 +214,21 @@ def _validation_message(errors: list[dict]) -> tuple[str, list[str], list[dict]]
     return "; ".join(parts), fields, clean
 
 
+def _hf_words(record: dict[str, Any], ignore: set[str]) -> list[dict[str, Any]]:
+    """HF's ``aggregation_strategy: none`` entities of one record: one per word whose tag is
+    not ignored, ``index`` counting the words of the whole text from 0."""
+    from seqrep.predict import split_text
+
+    text, out, index = record["text"], [], 0
+    for sentence, (_, offsets) in zip(record["sentences"], split_text(text)):
+        for tag, score, (start, end) in zip(sentence["tags"], sentence["scores"], offsets):
+            if tag not in ignore:
+                out.append({"entity": tag, "score": score, "index": index,
+                            "word": text[start:end], "start": start, "end": end})
+            index += 1
+    return out
+
+
 def _disconnected(request: Request) -> Callable[[], Awaitable[None]]:
     """A coroutine function returning once the client of ``request`` (whose body has been
     read) disconnects: the ASGI server answers ``receive()`` with ``http.disconnect`` then."""
@@ -257,10 +276,13 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
         await asyncio.get_running_loop().run_in_executor(None, loader.join)
         await asyncio.get_running_loop().run_in_executor(None, state.shutdown)
 
-    app = FastAPI(title="seqrep", version=seqrep.__version__, lifespan=lifespan,
-                  description="Sequence labeling with decoder-only language models by "
-                              "sequence repetition. Spans carry character offsets into the "
-                              "text as sent: `text[start:end] == span.text`.")
+    # FastAPIOffline: the /docs and /redoc pages load their scripts from this server
+    # (fastapi-offline's copies, under /docs-assets), not from a CDN: they work offline
+    app = FastAPIOffline(title="seqrep", version=seqrep.__version__, lifespan=lifespan,
+                         static_url=DOCS_ASSETS,
+                         description="Sequence labeling with decoder-only language models by "
+                                     "sequence repetition. Spans carry character offsets into "
+                                     "the text as sent: `text[start:end] == span.text`.")
     app.state.seqrep = state
     paths: set[str] = set()  # filled below: route templates, for the metrics' labels
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
@@ -342,15 +364,24 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
                              "results": records})
 
     async def hf(body: HFRequest, request: Request) -> JSONResponse:
-        """Hugging Face token classification (aggregated by entity group): a list of
-        ``{entity_group, score, word, start, end}``, or one such list per text when
-        ``inputs`` is a list."""
+        """Hugging Face token classification: a list of ``{entity_group, score, word, start,
+        end}`` (one per span), or of ``{entity, score, index, word, start, end}`` (one per
+        word) with ``aggregation_strategy: none``; one such list per text when ``inputs`` is
+        a list. ``parameters`` other than ``aggregation_strategy`` (simple, first, none) and
+        ``ignore_labels`` are refused with 422."""
         single = isinstance(body.inputs, str)
         texts = [body.inputs] if single else list(body.inputs)
         _check_texts(texts, "inputs", settings)
-        records = await state.label(texts, False, None, _disconnected(request))
-        out = [[{"entity_group": s["label"], "score": s["score"], "word": s["text"],
-                 "start": s["start"], "end": s["end"]} for s in r["spans"]] for r in records]
+        params = body.parameters
+        per_word = params is not None and params.aggregation_strategy == "none"
+        ignore = set(params.ignore_labels if params and params.ignore_labels is not None
+                     else ["O"])
+        records = await state.label(texts, False, None, _disconnected(request),
+                                    word_scores=per_word)
+        out = [_hf_words(r, ignore) if per_word else
+               [{"entity_group": s["label"], "score": s["score"], "word": s["text"],
+                 "start": s["start"], "end": s["end"]} for s in r["spans"]
+                if s["label"] not in ignore] for r in records]
         return JSONResponse(out[0] if single else out)
 
     hf_doc = {200: {"model": list[HFEntity] | list[list[HFEntity]]},

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from seqrep.encode.batch import MAX_TOKENS
-from seqrep.predict import predict_text, split_text
+from seqrep.predict import decode_logits, predict_text, split_text
 
 if TYPE_CHECKING:
     import torch
@@ -76,6 +76,7 @@ class Job:
     sentences: list[tuple[str, ...]] = field(default_factory=list)
     rows: list[int] = field(default_factory=list)
     gone: bool = False  # the client went away: drop the job if it has not run
+    word_scores: bool = False  # add each sentence's per-word probabilities ("scores")
 
 
 class _Cached:
@@ -96,6 +97,16 @@ class _Cached:
                                                max_tokens)
             self._cache.update(zip(missing, logits))
         return [self._cache[tuple(s)] for s in sentences]
+
+
+def _add_word_scores(labeler: Any, records: list[dict], decoding: str | None) -> None:
+    """Give each sentence of ``records`` the probabilities of its tags (``scores``), decoded
+    from the same logits as predict_text's, so tags and scores agree."""
+    sentences = [s["words"] for r in records for s in r["sentences"]]
+    decoded = iter(decode_logits(labeler, sentences, labeler.word_logits(sentences), decoding))
+    for record in records:
+        for sentence in record["sentences"]:
+            sentence["scores"] = [round(p, 4) for p in next(decoded)[1]]
 
 
 class Batcher:
@@ -149,9 +160,11 @@ class Batcher:
             return len(self._queue) + (self._carry is not None)
 
     def submit(self, texts: Sequence[str], pretokenized: bool = False,
-               decoding: str | None = None) -> concurrent.futures.Future:
-        """Queue texts; the future gives one predict_text record per text."""
-        job = Job(list(texts), pretokenized, decoding)
+               decoding: str | None = None, word_scores: bool = False
+               ) -> concurrent.futures.Future:
+        """Queue texts; the future gives one predict_text record per text (with
+        ``word_scores``, each sentence also holds ``scores``: its tags' probabilities)."""
+        job = Job(list(texts), pretokenized, decoding, word_scores=word_scores)
         with self._cv:
             if self.failure is not None:
                 raise WorkerDead(self.failure)
@@ -320,8 +333,11 @@ class Batcher:
         cached = _Cached(self.labeler, dict(zip(sentences, logits)), self)
         for job in batch:
             try:
-                job.future.set_result(predict_text(cached, job.texts, job.decoding,  # type: ignore[arg-type]
-                                                   pretokenized=job.pretokenized))
+                records = predict_text(cached, job.texts, job.decoding,  # type: ignore[arg-type]
+                                       pretokenized=job.pretokenized)
+                if job.word_scores:
+                    _add_word_scores(cached, records, job.decoding)
+                job.future.set_result(records)
             except Exception as err:  # noqa: BLE001
                 log.exception("decoding failed")
                 job.future.set_exception(err)

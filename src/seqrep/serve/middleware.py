@@ -50,8 +50,8 @@ class Observe:
         start = time.perf_counter()
         path = scope["path"]
         # the route template (or a fixed name) labels the series: never a raw client path
-        name = path if path in self.paths else "/static" if path.startswith("/static/") \
-            else "unmatched"
+        name = path if path in self.paths else "/static" if path.startswith(
+            ("/static/", "/docs-assets/")) else "unmatched"
         self.metrics.in_progress.labels(name).inc()
 
         async def send_status(message: dict) -> None:

@@ -72,8 +72,26 @@ class HFRequest(BaseModel):
         "examples": [{"inputs": "My name is Sarah and I live in London"}]})
 
     inputs: StrictStr | list[StrictStr]
-    parameters: dict[str, Any] | None = Field(
-        None, description="accepted for compatibility (aggregation is always by entity group)")
+    parameters: HFParameters | None = None
+
+
+class HFParameters(BaseModel):
+    """HF's token-classification parameters that seqrep honours; any other is a 422."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    aggregation_strategy: Literal["simple", "first", "none"] | None = Field(
+        None, description="simple (the default) or first: one entity per span "
+        "(`entity_group`, mean `score` of its words); the two are the same here, since "
+        "seqrep reads each word at its first subtoken. none: one entity per word (`entity` "
+        "= its tag, `index` = its word index in the text). average and max are refused: "
+        "they pool scores over a word's subtokens, which seqrep does not compute")
+    ignore_labels: list[StrictStr] | None = Field(
+        None, description="entities with these labels are left out (default [\"O\"]); "
+        "matched against `entity` (a tag) with none, against `entity_group` otherwise")
+
+
+HFRequest.model_rebuild()
 
 
 class HFEntity(BaseModel):
