@@ -102,6 +102,13 @@ def test_prefixless_predictions_without_o(tmp_path: Path) -> None:
     assert (result["predicted_spans"], result["gold_spans"], result["f1"]) == (1, 2, 0.0)
 
 
+def test_plain_labels_with_o_in_both_columns_are_runs(tmp_path: Path) -> None:
+    path = write(tmp_path, [[("Angela", "PER", "PER"), ("Merkel", "PER", "O"), ("in", "O", "O"),
+                             ("Paris", "LOC", "LOC")]])
+    # gold: PER 0-2, LOC 3-4; pred: PER 0-1, LOC 3-4
+    check(score_file(path), 1, 2, 2)
+
+
 def test_lowercase_prefixes(tmp_path: Path) -> None:
     # an IOB2 prediction column is scored as written: i-loc after o continues no span
     path = write(tmp_path, [[("Angela", "B-per", "b-per"), ("Merkel", "I-per", "i-per"),

@@ -76,9 +76,9 @@ def score_file(path: str | Path) -> dict[str, Any]:
     BIOES/BILOU, IO, plain labels; prefixes in either case) and converted to IOB2, so an IOB1
     file (the original CoNLL-2003 layout) or BIOES predictions score as conlleval scores them.
     Predictions detected as IOB2 are scored as written, by seqeval's strict rule: an ``I-``
-    that continues no span is in none. Plain labels (``PER``) against prefixed tags in the other
-    column are read as runs (one span per run of a label, as IO); plain labels in both columns
-    with no ``O`` are token tagging (accuracy, see :func:`token_scores`).
+    that continues no span is in none. Plain labels (``PER``, ``O``) are read as runs (one
+    span per run of a label, as IO), except that plain labels in both columns with no gold
+    ``O`` are token tagging (accuracy, see :func:`token_scores`).
 
     Returns:
         :func:`score`'s result plus ``sentences``; ``per_label`` support counts gold spans
