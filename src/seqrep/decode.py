@@ -18,15 +18,15 @@ def allowed_transitions(labels: Sequence[str]) -> tuple[torch.Tensor, torch.Tens
         ``(start, trans)``: ``start[j]`` whether a sentence may begin with tag j;
         ``trans[i, j]`` whether tag j may follow tag i (``I-X`` only after ``B-X``/``I-X``).
     """
-    n = len(labels)
-    start = torch.ones(n, dtype=torch.bool)
-    trans = torch.ones(n, n, dtype=torch.bool)
-    for j, tag in enumerate(labels):
-        if tag.startswith("I-"):
-            start[j] = False
-            for i, prev in enumerate(labels):
-                trans[i, j] = prev[2:] == tag[2:] and prev[:2] in ("B-", "I-")
-    return start, trans
+    prefix = np.array([tag[:2] for tag in labels], dtype=object)
+    kinds: dict[str, int] = {}
+    kind = np.array([kinds.setdefault(tag[2:], len(kinds)) for tag in labels], dtype=np.int64)
+    inside = prefix == "I-"
+    in_span = inside | (prefix == "B-")
+    # j may follow i unless j is I-X and i is neither B-X nor I-X (array ops: O(L) Python)
+    trans = ~inside[None, :] | (in_span[:, None] & (kind[:, None] == kind[None, :]))
+    return torch.from_numpy(~inside).reshape(len(labels)), \
+        torch.from_numpy(np.asarray(trans, dtype=bool)).reshape(len(labels), len(labels))
 
 
 @functools.lru_cache(maxsize=64)
