@@ -256,3 +256,37 @@ def test_a_run_backbone_missing_weights_fails_in_one_line(labeler_dir: Path, tmp
             SequenceLabeler.from_pretrained(folder)
         code, _, err = cli(capsys, "predict", str(folder), "Obama visited Paris")
         assert code == 2 and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_weights_are_shared_like_the_rest_of_the_run(labeler_dir: Path, lora_dir: Path,
+                                                     tmp_path: Path, umask: int) -> None:
+    """Every file of a saved labeler and of a checkpoint gets the mode the umask gives any
+    new file (0644 under 022), so another account can load a shared run."""
+    import os
+    import stat
+
+    import torch
+
+    from seqrep.model.labeler import SequenceLabeler
+    from seqrep.train.checkpoint import save_checkpoint
+    from seqrep.train.state import TrainState
+
+    old = os.umask(umask)
+    try:
+        written = []
+        for src in (labeler_dir, lora_dir):
+            lab = SequenceLabeler.from_pretrained(src)
+            written.append(lab.save_pretrained(tmp_path / f"copy-{src.parent.name}"))
+        opt = torch.optim.AdamW([p for p in lab.parameters() if p.requires_grad])
+        save_checkpoint(tmp_path / "checkpoint", lab, opt, TrainState())
+        written.append(tmp_path / "checkpoint")
+    finally:
+        os.umask(old)
+    modes = {str(p): stat.S_IMODE(p.stat().st_mode) for folder in written
+             for p in [folder, *folder.rglob("*")]}
+    assert any(p.endswith("model.safetensors") for p in modes)
+    assert any(p.endswith("trainable.safetensors") for p in modes)
+    for path, mode in modes.items():
+        expected = (0o777 if Path(path).is_dir() else 0o666) & ~umask
+        assert mode == expected, (path, oct(mode))

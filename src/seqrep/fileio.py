@@ -18,6 +18,19 @@ def _umask() -> int:
     return mask
 
 
+def share_modes(folder: Path) -> None:
+    """Give every file and folder under ``folder`` the mode the umask gives a new one:
+    some writers (safetensors) create their files 0600, which would keep the weights of a
+    shared run from other accounts while the rest of it is readable."""
+    mask = _umask()
+    for root, dirs, files in os.walk(folder):
+        for names, mode in ((dirs, 0o777), (files, 0o666)):
+            for name in names:
+                path = os.path.join(root, name)
+                if not os.path.islink(path):  # a link's target is not ours to change
+                    os.chmod(path, mode & ~mask)
+
+
 @contextlib.contextmanager
 def atomic_dir(target: Path) -> Iterator[Path]:
     """Yield a temporary folder beside ``target``; on success it replaces ``target``.
@@ -30,6 +43,7 @@ def atomic_dir(target: Path) -> Iterator[Path]:
     os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; results are for sharing
     try:
         yield tmp
+        share_modes(tmp)
         old = None
         if target.exists():
             old = target.with_name(f".{target.name}.old-{os.getpid()}")
