@@ -62,14 +62,17 @@ class Trainer:
         self.encoder = self.labeler.encoder
         self.items = self.encoder.items([s.words for s in data.train],
                                         [s.tags for s in data.train])
-        self.batches_per_epoch = len(self.encoder.plan(self.items, tcfg.batch_size,
-                                                       tcfg.batch_tokens))
-        self.steps_per_epoch = math.ceil(self.batches_per_epoch / (tcfg.grad_accum * self.world))
-        self.total_steps = self.steps_per_epoch * tcfg.epochs
+        # each epoch's own shuffled plan: with --batch-tokens its batch count varies by epoch
+        self.epoch_sizes = [len(self.epoch_batches(e)) for e in range(tcfg.epochs)]
+        per_step = tcfg.grad_accum * self.world
+        self.total_steps = sum(math.ceil(n / per_step) for n in self.epoch_sizes)
         self.optimizer = build_optimizer(self.labeler, tcfg)
         self.state = TrainState()
 
     # ------------------------------------------------------------------ loop
+    def _epoch_size(self, epoch: int) -> int:
+        return self.epoch_sizes[min(epoch, len(self.epoch_sizes) - 1)]
+
     def epoch_batches(self, epoch: int) -> list[list[int]]:
         """This epoch's batches (item indices), shuffled from the seed and the epoch."""
         return self.encoder.plan(self.items, self.cfg.batch_size, self.cfg.batch_tokens,
@@ -177,7 +180,7 @@ class Trainer:
         chosen = self._decoding(result)
         best = result[chosen]
         f1 = best["f1"]
-        record = {"epoch": s.epoch + s.batch / max(1, self.batches_per_epoch),
+        record = {"epoch": s.epoch + s.batch / max(1, self._epoch_size(s.epoch)),
                   "step": s.step, "train_loss": s.loss_sum / max(1, s.loss_n),
                   "f1": f1, "precision": best["precision"], "recall": best["recall"],
                   "decoding": chosen, "f1_greedy": result["greedy"]["f1"],
@@ -245,8 +248,8 @@ class Trainer:
     def _bar(self):  # noqa: ANN202
         from tqdm.auto import tqdm
 
-        done = self.state.epoch * self.batches_per_epoch + self.state.batch
-        return tqdm(total=self.batches_per_epoch * self.cfg.epochs, initial=done, unit="batch",
+        done = sum(self.epoch_sizes[: self.state.epoch]) + self.state.batch
+        return tqdm(total=sum(self.epoch_sizes), initial=done, unit="batch",
                     disable=self.quiet, dynamic_ncols=True, mininterval=2.0)
 
 
