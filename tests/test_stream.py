@@ -39,10 +39,18 @@ def test_streamed_equals_one_call_and_resumes(folder: Path, tmp_path: Path) -> N
     seen = []
     assert predict_file(lab, src, out, chunk=4, progress=lambda d, t: seen.append((d, t))) == 21
     assert _records(out) == expected
-    assert seen[-1] == (21, 21) and len(seen) == 6
-    # interrupted after 9 records, the last one torn: resumes from the 9th line
+    # once before the first chunk (the bar's clock starts there), then after each chunk
+    assert seen[0] == (0, 21) and seen[-1] == (21, 21) and len(seen) == 7
+    # interrupted after 12 records, then cut to 9 and a torn 10th: resumes from the 9th line
+
+    def stop(done: int, total: int) -> None:
+        if done >= 12:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        predict_file(lab, src, tmp_path / "again.jsonl", chunk=4, progress=stop)
     partial = tmp_path / "again.jsonl.partial"
-    lines = out.read_bytes().split(b"\n")
+    lines = partial.read_bytes().split(b"\n")
     partial.write_bytes(b"\n".join(lines[:9]) + b"\n" + lines[9][:5])
     assert predict_file(lab, src, tmp_path / "again.jsonl", chunk=4) == 21
     assert _records(tmp_path / "again.jsonl") == expected

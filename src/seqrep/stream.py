@@ -2,23 +2,32 @@
 
 Memory stays constant (one chunk per process at a time). Output goes to ``OUT.partial`` and is
 renamed to ``OUT`` when complete, so ``OUT`` is always whole; an interrupted run resumes from the
-last complete line of ``OUT.partial``. Under ``torchrun`` / ``accelerate launch`` each process
-labels every N-th chunk and the main process writes them in input order.
+last complete line of ``OUT.partial``. ``OUT.partial.json`` records what the partial output is
+made from (the input's path, size and SHA-256, and the labeler with its settings), and a partial
+output is resumed only when all of them match. Under ``torchrun`` / ``accelerate launch`` each
+process labels every N-th chunk and the main process writes them in input order.
+
+An existing ``OUT`` is replaced only when it is a finished seqrep output (its first line is a
+prediction record) or with ``overwrite``; the input itself never is (:func:`check_paths`).
 
 Input is one text per ``\\n`` line; a ``.jsonl`` file holds one JSON object per line with
-``"text"`` (raw text) or ``"words"`` (a list of words).
+``"text"`` (raw text) or ``"words"`` (a list of words). ``seqrep predict --input`` reads its
+file this way with or without ``--output`` (:func:`read_items`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seqrep.errors import DataError
+from seqrep.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler
@@ -46,12 +55,22 @@ def read_lines(path: Path, skip: int = 0) -> Iterator[tuple[int, str]]:
 
 def count_lines(path: Path) -> int:
     """Lines in a file (a last line without ``\\n`` counts)."""
-    n, last = 0, b"\n"
-    with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            n += block.count(b"\n")
-            last = block[-1:]
-    return n + (last != b"\n")
+    return scan(path)[0]
+
+
+def scan(path: Path) -> tuple[int, int, str]:
+    """``(lines, bytes, SHA-256 hex)`` of a file, in one pass."""
+    n, size, last, digest = 0, 0, b"\n", hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                n += block.count(b"\n")
+                size += len(block)
+                last = block[-1:]
+                digest.update(block)
+    except OSError as err:
+        raise DataError(path, f"cannot read ({err.strerror})") from None
+    return n + (last != b"\n"), size, digest.hexdigest()
 
 
 def _item(path: Path, n: int, line: str, jsonl: bool) -> tuple[str, bool]:
@@ -71,6 +90,155 @@ def _item(path: Path, n: int, line: str, jsonl: bool) -> tuple[str, bool]:
                           'words without spaces)', n)
 
 
+def read_items(path: Path, words: bool = False, skip: int = 0
+               ) -> Iterator[tuple[int, str, bool]]:
+    """``(line number, text, pretokenized)`` of each input line after the first ``skip``: a
+    ``.jsonl`` file's records (``"text"`` or ``"words"``), else the line itself; ``words``
+    makes every text pre-tokenized (whitespace-separated words)."""
+    jsonl = Path(path).suffix == ".jsonl"
+    for n, line in read_lines(path, skip):
+        text, pre = _item(path, n, line, jsonl)
+        yield n, text, pre or words
+
+
+def label_items(labeler: SequenceLabeler, items: Sequence[tuple[str, bool]],
+                decoding: str | None = None, batch_size: int = 32) -> list[dict[str, Any]]:
+    """Prediction records of ``(text, pretokenized)`` items, in their order."""
+    from seqrep.predict import predict_text
+
+    records = []
+    for pre in (False, True):  # raw texts and word lists, each in one call
+        idx = [i for i, (_, p) in enumerate(items) if p == pre]
+        if idx:
+            got = predict_text(labeler, [items[i][0] for i in idx], decoding, batch_size,
+                               pretokenized=pre)
+            records += list(zip(idx, got))
+    return [r for _, r in sorted(records, key=lambda x: x[0])]
+
+
+def _is_prediction_file(path: Path) -> bool:
+    """An empty file, or one whose first line is a seqrep prediction record."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+    if not head:
+        return True
+    line = head.split(b"\n", 1)[0]
+    try:
+        first = json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(first, dict) and set(first) == {"text", "sentences", "spans"}
+
+
+def check_paths(source: Path, output: Path, overwrite: bool = False) -> None:
+    """Refuse, before any work, an input that is not a readable regular file and an output
+    that would lose data or fail at the end: the input itself (or a link to it), a folder, a
+    path in a missing folder, or an existing file that is no finished seqrep output (unless
+    ``overwrite``).
+
+    Raises:
+        ConfigError: naming the option and the path.
+    """
+    source, output = Path(source), Path(output)
+    try:
+        st = os.stat(source)
+    except OSError as err:
+        raise DataError(source, "no such file" if isinstance(err, FileNotFoundError)
+                        else f"cannot read ({err.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"--input {source}: expected a regular file (with --output the input "
+                          "is read twice: to count and fingerprint it, then to label it)")
+    if output.is_dir():
+        raise ConfigError(f"--output {output} is a folder; expected a file path")
+    parent = output.parent
+    if not parent.is_dir():
+        raise ConfigError(f"--output {output}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"--output {output}: the folder {parent} is not writable")
+    if output.exists():
+        if os.path.samefile(source, output):
+            raise ConfigError(f"--output {output} is the input file; expected another path")
+        if not overwrite and not _is_prediction_file(output):
+            raise ConfigError(f"--output {output} exists and is no seqrep prediction output; "
+                              "pass --overwrite to replace it, or choose another path")
+
+
+@dataclass
+class Plan:
+    """What :func:`predict_file` will do: the input's line count and the record of what the
+    output is made from."""
+
+    total: int
+    made_from: dict[str, Any]
+
+
+def _meta(output: Path) -> tuple[Path, Path]:
+    return (output.with_name(output.name + ".partial"),
+            output.with_name(output.name + ".partial.json"))
+
+
+def _differs(old: Any, new: dict[str, Any]) -> str | None:
+    """What ``old`` (a partial output's record) differs from ``new`` in, or ``None``."""
+    if not isinstance(old, dict):
+        return "has no readable record of what it was made from"
+    if old.get("input") != new["input"]:
+        return f"was made from another input ({str(old.get('input'))[:200]})"
+    if (old.get("size"), old.get("sha256")) != (new["size"], new["sha256"]):
+        return "was made from another version of the input (its size or hash differs)"
+    if old.get("labeler") != new["labeler"]:
+        return "was made by another labeler or with other settings"
+    return None
+
+
+def prepare(source: Path, output: Path, identity: dict[str, Any], overwrite: bool = False
+            ) -> Plan:
+    """Check the paths (:func:`check_paths`) and an existing ``OUT.partial``: it is resumed
+    only when its record names this input (path, size, SHA-256) and ``identity``; otherwise
+    it is an error, or with ``overwrite`` it is removed to start over.
+
+    Raises:
+        ConfigError: a path refused, or a partial output from another input or labeler.
+    """
+    source, output = Path(source), Path(output)
+    check_paths(source, output, overwrite)
+    total, size, digest = scan(source)
+    made_from = json.loads(json.dumps({"input": str(source.resolve()), "size": size,
+                                       "sha256": digest, "labeler": identity}))
+    partial, meta = _meta(output)
+    if partial.exists():
+        try:
+            old = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            old = None
+        why = _differs(old, made_from)
+        if why is not None and not overwrite:
+            raise ConfigError(f"{partial} {why}; pass --overwrite to start over, or remove it")
+        if why is not None:
+            partial.unlink()
+    return Plan(total, made_from)
+
+
+def labeler_identity(labeler: Any, **settings: Any) -> dict[str, Any]:
+    """What makes a labeler's output: its configuration and ``settings`` (decoding ...)."""
+    config = getattr(labeler, "config", None)
+    return {"config": config.to_dict() if hasattr(config, "to_dict") else repr(config),
+            "runtime": getattr(labeler, "runtime", None), **settings}
+
+
+def run_identity(run: Path, **settings: Any) -> dict[str, Any]:
+    """A run folder's identity without loading it: its path and the size and modification
+    time of its weight and config files, with ``settings`` (runtime, precision, decoding)."""
+    run = Path(run)
+    files = []
+    if run.is_dir():
+        for f in sorted(run.rglob("*")):
+            if f.suffix in (".safetensors", ".onnx", ".json") and f.name not in (
+                    "metrics.json", "run.json") and f.is_file():
+                st = f.stat()
+                files.append([str(f.relative_to(run)), st.st_size, st.st_mtime_ns])
+    return {"run": str(run.resolve()), "files": files[:1000], **settings}
+
+
 def complete_lines(path: Path) -> int:
     """Complete lines of a partial output; a torn last line is cut off."""
     if not path.exists():
@@ -84,29 +252,53 @@ def complete_lines(path: Path) -> int:
 
 
 def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
-                 decoding: str | None = None, batch_size: int = 32, chunk: int = CHUNK,
+                 decoding: str | None = None, batch_size: int = 32, chunk: int | None = None,
                  progress: Callable[[int, int], None] | None = None,
-                 accelerator: Any = None) -> int:
+                 accelerator: Any = None, words: bool = False, plan: Plan | None = None,
+                 overwrite: bool = False, log: Callable[[str], None] | None = None) -> int:
     """Label every line of ``source`` into ``output`` (JSON lines, one per input line).
+
+    Args:
+        chunk: texts per chunk and process (default :data:`CHUNK`).
+        words: plain-text lines are pre-tokenized (whitespace-separated words).
+        plan: from :func:`prepare` (the command checks before loading the model); default:
+            prepared here, the labeler identified by its configuration and these settings.
+        overwrite: replace an output that is no seqrep output, and start over from a partial
+            output of another input or labeler.
+        progress: ``(done, total)`` once before the first chunk (``done`` > 0 when
+            resuming) and after each chunk.
+        log: a line for the user (``resuming after N records``).
 
     Returns:
         The number of records in ``output``.
     """
-    from seqrep.predict import predict_text
-
+    chunk = chunk or CHUNK
     world = getattr(accelerator, "num_processes", 1)
     rank = getattr(accelerator, "process_index", 0)
     main = rank == 0
     output = Path(output)
-    partial = output.with_name(output.name + ".partial")
-    done = complete_lines(partial) if main else 0
+    if plan is None:
+        plan = prepare(source, output, labeler_identity(labeler, decoding=decoding,
+                                                        words=words), overwrite)
+    partial, meta = _meta(output)
+    done = 0
+    if main:
+        if partial.exists():
+            done = complete_lines(partial)
+        else:
+            from seqrep.fileio import write_json
+
+            write_json(meta, plan.made_from)  # before the partial exists: never one without
     if world > 1:
         from accelerate.utils import broadcast_object_list
 
         done = broadcast_object_list([done])[0]
-    total = count_lines(source)
-    jsonl = source.suffix == ".jsonl"
-    lines = read_lines(source, skip=done)
+    total = plan.total
+    if main and done and log:
+        log(f"resuming after {done} records of {total} ({partial})")
+    if progress:
+        progress(done, total)
+    lines = read_items(source, words, skip=done)
     out = open(partial, "ab") if main else None  # noqa: SIM115 - closed below
     try:
         while True:
@@ -114,14 +306,8 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
             rounds = [[x for x in r if x is not None] for r in rounds]
             if not any(rounds):
                 break
-            mine = [_item(source, n, line, jsonl) for n, line in rounds[rank]]
-            records = []
-            for pre in (False, True):  # raw texts and word lists, each in one call
-                idx = [i for i, (_, p) in enumerate(mine) if p == pre]
-                got = predict_text(labeler, [mine[i][0] for i in idx], decoding, batch_size,
-                                   pretokenized=pre)
-                records += list(zip(idx, got))
-            records = [r for _, r in sorted(records, key=lambda x: x[0])]
+            records = label_items(labeler, [(t, p) for _, t, p in rounds[rank]], decoding,
+                                  batch_size)
             if world > 1:
                 from accelerate.utils import gather_object
 
@@ -140,6 +326,7 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
             out.close()
     if main:
         os.replace(partial, output)
+        meta.unlink(missing_ok=True)
     return done
 
 
@@ -151,9 +338,9 @@ def stderr_progress() -> Callable[[int, int], None]:
 
     def update(done: int, total: int) -> None:
         nonlocal bar
-        if bar is None:
-            bar = tqdm(total=total, initial=0, unit="text", file=sys.stderr, dynamic_ncols=True,
-                       mininterval=1.0)
+        if bar is None:  # made before the first chunk: its rate counts the labeling time
+            bar = tqdm(total=total, initial=done, unit="text", file=sys.stderr,
+                       dynamic_ncols=True, mininterval=1.0)
         bar.update(done - bar.n)
         if done >= total:
             bar.close()

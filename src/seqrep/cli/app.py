@@ -47,7 +47,12 @@ def main(argv: list[str] | None = None) -> None:
     from typer._click.exceptions import NoArgsIsHelpError
 
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
+        if isinstance(code, int) and not isinstance(code, bool) and code:
+            # typer returns a raised Exit's code (130 for Ctrl-C) instead of exiting with it
+            if code == 130:
+                print("aborted", file=sys.stderr)
+            sys.exit(code)
         if "torch.distributed" in sys.modules:  # torch was loaded: leave a distributed launch
             from seqrep.model.device import end_processes
 

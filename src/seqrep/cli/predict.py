@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -61,6 +63,9 @@ def predict(
                                        "bf16, else fp32), fp32, bf16 or fp16"),
     runtime: str = typer.Option("auto", "--runtime", help="torch, onnx, onnx-int8 or auto "
                                 "(onnx for a seqrep export folder)"),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="with --output: replace an existing file that is no seqrep "
+        "output, and start over from a partial output of another input or labeler"),
 ) -> None:
     """Print one JSON line per input line (spans with character offsets), or CoNLL columns.
 
@@ -81,23 +86,18 @@ def predict(
             raise ConfigError("--output needs --input FILE (the texts to label)")
         if output_format != "jsonl":
             raise ConfigError("--output writes JSON lines; use --format jsonl")
-        from accelerate import PartialState
-
-        from seqrep.stream import predict_file, stderr_progress
-
-        labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
-        state = PartialState(cpu=labeler.placement.device.type == "cpu")
-        n = predict_file(labeler, input, output, decoding, batch_size,
-                         progress=stderr_progress() if state.is_main_process else None,
-                         accelerator=state)
-        if state.is_main_process:
-            typer.echo(f"{n} records -> {output}", err=True)
+        _predict_to_file(run, input, output, decoding, batch_size, words, overwrite,
+                         (runtime, trust_remote_code, device, precision))
         return
     if input is not None:
-        from seqrep.data.sources import read_text
+        from seqrep.stream import label_items, read_items
 
-        texts = [] if input.is_file() and not input.stat().st_size else _lines(read_text(input))
-    elif text == "-" or text is None:
+        items = [(t, p) for _, t, p in read_items(input, words)]  # as with --output
+        labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
+        for record in label_items(labeler, items, decoding, batch_size):
+            _write(record, output_format, to_conll)
+        return
+    if text == "-" or text is None:
         texts = _lines(_stdin()) if text == "-" or not sys.stdin.isatty() else []
         if text is None and not texts:
             raise ConfigError("give TEXT, --input FILE, or '-' to read stdin")
@@ -109,7 +109,46 @@ def predict(
         texts = [text]
     labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
     for record in predict_text(labeler, texts, decoding, batch_size, pretokenized=words):
-        if output_format == "conll":
-            sys.stdout.write(to_conll(record))
-        else:
-            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+        _write(record, output_format, to_conll)
+
+
+def _write(record: dict, output_format: str, to_conll: Any) -> None:
+    if output_format == "conll":
+        sys.stdout.write(to_conll(record))
+    else:
+        sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _predict_to_file(run: Path, input: Path, output: Path, decoding: str | None,
+                     batch_size: int, words: bool, overwrite: bool,
+                     load: tuple[str, bool, str, str]) -> None:
+    """``--output``: paths and an existing partial output checked before the model loads,
+    then streamed (:func:`seqrep.stream.predict_file`)."""
+    from accelerate import PartialState
+
+    from seqrep.export import load_labeler
+    from seqrep.stream import predict_file, prepare, run_identity, stderr_progress
+
+    runtime, trust_remote_code, device, precision = load
+    plan = prepare(input, output, run_identity(run, runtime=runtime, precision=precision,
+                                               decoding=decoding, words=words), overwrite)
+    labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
+    state = PartialState(cpu=labeler.placement.device.type == "cpu")
+    main = state.is_main_process
+    bar = stderr_progress() if main else None
+    first: list[int] = []
+    start = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        if not first:
+            first.append(done)
+        if bar is not None:
+            bar(done, total)
+
+    n = predict_file(labeler, input, output, decoding, batch_size, progress=progress,
+                     accelerator=state, words=words, plan=plan, overwrite=overwrite,
+                     log=(lambda m: typer.echo(m, err=True)) if main else None)
+    if main:
+        new, seconds = n - (first[0] if first else 0), time.perf_counter() - start
+        typer.echo(f"{n} records -> {output} ({new} labeled in {seconds:.1f} s, "
+                   f"{new / max(seconds, 1e-3):.1f} texts/s)", err=True)
