@@ -114,8 +114,9 @@ class LabelerConfig(_Config):
     separator: str = _f("none", "between copies: none, bos, or a literal string")
     bos: str = _f("auto", "special tokens around the input: auto (the tokenizer's own), yes "
                           "(force BOS), no")
-    max_subtokens: int = _f(256, "subtokens per copy; longer sentences are cut into "
-                                 "overlapping windows")
+    max_subtokens: int = _f(256, "subtokens per copy, at most what the model's positions "
+                                 "hold for k copies (a labeler cuts it to that and records "
+                                 "it); longer sentences are cut into overlapping windows")
     dropout: float = _f(0.1, "dropout before the linear head")
     padding_side: str = _f("right", "pad after (right) or before (left) the repeated sequence")
     finetune: str = _f("full", "full (all backbone weights; the CPU default), lora (adapters on "

@@ -57,6 +57,26 @@ def repeat_spec(tokenizer: Any, words: WordTokenizer, config: LabelerConfig) -> 
                       config.subtoken, config.read, config.max_subtokens)
 
 
+def fit_positions(config: LabelerConfig, spec: RepeatSpec, max_positions: int | None
+                  ) -> LabelerConfig:
+    """``config`` with its per-copy window (``max_subtokens``) cut so that ``k`` copies, the
+    separators and the special tokens fit the model's ``max_positions`` (unchanged when they
+    fit already, or when the model states no limit).
+
+    Raises:
+        ConfigError: not even 8 subtokens per copy fit (r too large for the model).
+    """
+    if not max_positions:
+        return config
+    fixed = len(spec.prefix) + len(spec.suffix) + (spec.copies - 1) * len(spec.separator)
+    room = (int(max_positions) - fixed) // spec.copies
+    if room < 8:
+        raise ConfigError(f"repetitions={config.repetitions}: {spec.copies} copies of even 8 "
+                          f"subtokens do not fit the {max_positions} positions of "
+                          f"{config.model}; use a smaller r")
+    return config if config.max_subtokens <= room else config.replace(max_subtokens=room)
+
+
 class Encoder:
     """Sentences -> model rows -> padded batches for one tokenizer and labeler config.
 
@@ -71,6 +91,9 @@ class Encoder:
     def __init__(self, tokenizer: Any, config: LabelerConfig, pad_id: int) -> None:
         self.words = WordTokenizer(tokenizer)
         self.spec = repeat_spec(tokenizer, self.words, config)
+        # a word longer than a copy's window is cut to it, so no window outgrows the window
+        self.words.max_word_subtokens = min(self.words.max_word_subtokens,
+                                            self.spec.max_subtokens)
         self.pad_id = pad_id
         self.padding_side = config.padding_side
         self.label2id = {t: i for i, t in enumerate(config.labels)}

@@ -24,7 +24,7 @@ from torch import nn
 
 from seqrep.config import LabelerConfig
 from seqrep.encode.batch import MAX_TOKENS, Batch
-from seqrep.encode.pipeline import Encoder, EncodesSentences, per_sentence
+from seqrep.encode.pipeline import Encoder, EncodesSentences, fit_positions, per_sentence
 from seqrep.errors import ConfigError
 from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone
 from seqrep.model.device import Placement
@@ -51,6 +51,11 @@ class SequenceLabeler(EncodesSentences, nn.Module):
         if info.is_encoder and config.unmask != "none":
             raise ConfigError(f"unmask={config.unmask!r} applies to decoders; {config.model} "
                               f"is an encoder and attends both ways already")
+        # the per-copy window is bounded by the model's positions (k copies must fit them);
+        # the cut is recorded in the config, so a saved or exported labeler windows alike
+        limit = getattr(backbone.model.config, "max_position_embeddings", None)
+        spec = Encoder(self.tokenizer, config, info.pad_id).spec
+        self.config = config = fit_positions(config, spec, limit)
         self.encoder = Encoder(self.tokenizer, config, info.pad_id)
         self.layers_unmasked = unmasked_layers(config.unmask, info.num_layers)
         self.unmasker = Unmasker(layer_stack(backbone.model), self.layers_unmasked,

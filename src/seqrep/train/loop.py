@@ -196,7 +196,7 @@ class Trainer:
         s.loss_sum, s.loss_n = 0.0, 0
         if f1 > s.best_f1:
             s.best_f1, s.best, s.bad_evals = f1, record, 0
-            self.labeler.config = self.lcfg.replace(decoding=chosen)
+            self.labeler.config = self.labeler.config.replace(decoding=chosen)
             if self.main:
                 self.labeler.save_pretrained(self.output / "best")
             self.accelerator.wait_for_everyone()
