@@ -13,6 +13,8 @@ from support import make_tiny
 # the suite's expected outputs are fp32: a CPU with native bf16 would otherwise run inference
 # under bf16 autocast by default (seqrep.model.device); set here so subprocesses inherit it
 os.environ["SEQREP_CPU_BF16"] = "0"
+# subprocesses (python -m seqrep ...) run torch on one thread too, as this process does below
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")
@@ -41,4 +43,7 @@ def shared_data() -> Path:
 
 @pytest.fixture(autouse=True, scope="session")
 def _torch_threads() -> None:
-    torch.set_num_threads(min(2, os.cpu_count() or 1))
+    # one thread: the tiny models' operations are too small to split, and a second thread
+    # waiting at every operation's barrier costs far more than it gives whenever the CPU is
+    # shared (3 labeler tests: 57 s with 1 thread, 286 s with 2, on a loaded 2-core machine)
+    torch.set_num_threads(1)

@@ -7,6 +7,7 @@ import torch
 from support import DECODERS, SENTENCES
 from transformers import AutoModel
 
+from seqrep.encode.pipeline import Encoder
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.model.masks import middle_layers
 
@@ -18,14 +19,43 @@ def labeler(path: str, **kw) -> SequenceLabeler:
     return SequenceLabeler.from_model(path, labels=LABELS, **kw).eval()
 
 
+def with_encoder(lab: SequenceLabeler, **changes) -> SequenceLabeler:
+    """``lab`` with other encoder settings (``repetitions``, ``padding_side``): they change only
+    the rows fed to the model (the Encoder, built from the config as the constructor does),
+    so one loaded backbone serves every value."""
+    lab.config = lab.config.replace(**changes)
+    lab.encoder = Encoder(lab.tokenizer, lab.config, lab.backbone_info.pad_id)
+    return lab
+
+
+@pytest.fixture(scope="module")
+def loaded(tiny):
+    """``loaded(family, layers, unmask=..., attn=..., **encoder)`` -> a labeler loaded once per
+    module for each backbone setting (family, depth, unmasking, attention), with the encoder
+    settings (r, padding side) set on it for this use. Backbone loads were most of this
+    module's time; what a test compares never depends on the head (frozen, never trained)."""
+    cache: dict = {}
+
+    def get(family: str, layers: int = 4, unmask: str = "none", attn: str = "sdpa",
+            **encoder) -> SequenceLabeler:
+        key = family, layers, unmask, attn
+        if key not in cache:
+            lab = labeler(tiny(family, layers), unmask=unmask, attn_implementation=attn)
+            cache[key] = lab, lab.config
+        lab, config = cache[key]
+        lab.config = config  # as loaded (an earlier use's settings do not carry over)
+        return with_encoder(lab, **encoder)
+
+    return get
+
+
 @pytest.mark.parametrize("family", DECODERS)
 @pytest.mark.parametrize("unmask", ["none", "full", "middle"])
-def test_batch_invariance(tiny, family: str, unmask: str) -> None:
+def test_batch_invariance(loaded, family: str, unmask: str) -> None:
     """A sentence's logits alone equal its logits in a batch of longer and shorter ones."""
-    path = tiny(family, 6)
     for r in (0, 1, 2, 4):
         for side in ("right", "left"):
-            lab = labeler(path, repetitions=r, unmask=unmask, padding_side=side)
+            lab = loaded(family, 6, unmask, repetitions=r, padding_side=side)
             together = lab.word_logits(SENTENCES)
             for sent, logits in zip(SENTENCES, together):
                 alone = lab.word_logits([sent])[0]
@@ -34,11 +64,10 @@ def test_batch_invariance(tiny, family: str, unmask: str) -> None:
 
 
 @pytest.mark.parametrize("family", DECODERS)
-def test_r0_causal_reproduces_base_model(tiny, family: str) -> None:
+def test_r0_causal_reproduces_base_model(tiny, loaded, family: str) -> None:
     """r=0 with unmask=none gives the unmodified model's hidden states at the read positions."""
-    path = tiny(family)
-    lab = labeler(path, repetitions=0)
-    base = AutoModel.from_pretrained(path).eval()
+    lab = loaded(family, repetitions=0)
+    base = AutoModel.from_pretrained(tiny(family)).eval()
     for sent, states in zip(SENTENCES, lab.word_states(SENTENCES)):
         (seg,) = lab.encode(sent)
         with torch.no_grad():
@@ -49,25 +78,23 @@ def test_r0_causal_reproduces_base_model(tiny, family: str) -> None:
 
 @pytest.mark.parametrize("family", DECODERS)
 @pytest.mark.parametrize("attn", ["sdpa", "eager"])
-def test_bidirectionality_at_batch_size_one(tiny, family: str, attn: str) -> None:
+def test_bidirectionality_at_batch_size_one(loaded, family: str, attn: str) -> None:
     """Changing the last word changes earlier words' states iff the strategy looks right."""
-    path = tiny(family)
     a = ["Obama", "visited", "Paris", "and", "Berlin"]
     b = a[:-1] + ["Brussels"]
     for r, unmask, sees_right in [(0, "none", False), (1, "none", True), (2, "none", True),
                                   (0, "full", True), (0, "middle", True), (1, "middle", True)]:
-        lab = labeler(path, repetitions=r, unmask=unmask, attn_implementation=attn)
+        lab = loaded(family, unmask=unmask, attn=attn, repetitions=r)
         sa, sb = lab.word_states([a])[0], lab.word_states([b])[0]
         changed = (sa[:-1] - sb[:-1]).abs().max().item() > 1e-3  # not float noise
         assert changed == sees_right, (family, attn, r, unmask)
 
 
 @pytest.mark.parametrize("family", DECODERS)
-def test_unmasking_same_under_eager_and_sdpa(tiny, family: str) -> None:
-    path = tiny(family)
+def test_unmasking_same_under_eager_and_sdpa(loaded, family: str) -> None:
     for unmask in ("full", "middle", "1"):
-        eager = labeler(path, repetitions=1, unmask=unmask, attn_implementation="eager")
-        sdpa = labeler(path, repetitions=1, unmask=unmask, attn_implementation="sdpa")
+        eager = loaded(family, unmask=unmask, attn="eager", repetitions=1)
+        sdpa = loaded(family, unmask=unmask, attn="sdpa", repetitions=1)
         for x, y in zip(eager.word_states(SENTENCES), sdpa.word_states(SENTENCES)):
             assert torch.allclose(x, y, atol=1e-5)
 
