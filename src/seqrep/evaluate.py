@@ -193,20 +193,23 @@ def check_test_labels(sentences: Sequence[Sentence], labels: Sequence[str],
 
 
 def evaluate_logits(labeler: SequenceLabeler, sentences: Sequence[Sentence],
-                    logits: Sequence[Any], decoding: str | None = None) -> dict[str, Any]:
+                    logits: Sequence[Any], decoding: str | None = None,
+                    keep: list[list[str]] | None = None) -> dict[str, Any]:
     """Decode given logits of ``sentences`` the labeler's way and score them (``sentences``
-    is included; no timing)."""
+    is included; no timing); the predicted tags are appended to ``keep`` if given."""
     from seqrep.predict import decode_logits
 
     pred = [tags for tags, _ in decode_logits(labeler, sentences, logits, decoding)]
+    if keep is not None:
+        keep += pred
     result = score([s.tags for s in sentences], pred, labeler.config.task)
     result["sentences"] = len(sentences)
     return result
 
 
 def evaluate(labeler: SequenceLabeler, sentences: Sequence[Sentence], decoding: str | None = None,
-             batch_size: int = 32, progress: Callable[[int], None] | None = None
-             ) -> dict[str, Any]:
+             batch_size: int = 32, progress: Callable[[int], None] | None = None,
+             keep: list[list[str]] | None = None) -> dict[str, Any]:
     """Predict ``sentences`` and score them against their gold tags.
 
     Args:
@@ -215,6 +218,7 @@ def evaluate(labeler: SequenceLabeler, sentences: Sequence[Sentence], decoding: 
         decoding: ``greedy`` or ``constrained``; default the labeler's.
         batch_size: sentences per forward pass.
         progress: called with the number of sentences done after each chunk.
+        keep: a list the predicted tags are appended to (one list per sentence).
 
     Returns:
         :func:`score`'s keys plus ``sentences`` and ``seconds`` (prediction time).
@@ -231,6 +235,8 @@ def evaluate(labeler: SequenceLabeler, sentences: Sequence[Sentence], decoding: 
         if progress:
             progress(len(pred))
     seconds = time.perf_counter() - start
+    if keep is not None:
+        keep += pred
     result = score([s.tags for s in sentences], pred, labeler.config.task)
     result.update(sentences=len(sentences), seconds=round(seconds, 3))
     return result

@@ -130,37 +130,47 @@ def _is_prediction_file(path: Path) -> bool:
     return isinstance(first, dict) and set(first) == {"text", "sentences", "spans"}
 
 
-def check_paths(source: Path, output: Path, overwrite: bool = False) -> None:
+def check_paths(source: Path | None, output: Path, overwrite: bool = False,
+                option: str = "--output",
+                replaceable: Callable[[Path], bool] = _is_prediction_file) -> None:
     """Refuse, before any work, an input that is not a readable regular file and an output
     that would lose data or fail at the end: the input itself (or a link to it), a folder, a
-    path in a missing folder, or an existing file that is no finished seqrep output (unless
-    ``overwrite``).
+    path in a missing folder, or an existing file ``replaceable`` does not recognise (a
+    finished seqrep output) unless ``overwrite``.
 
     Raises:
         ConfigError: naming the option and the path.
     """
-    source, output = Path(source), Path(output)
-    try:
-        st = os.stat(source)
-    except OSError as err:
-        raise DataError(source, "no such file" if isinstance(err, FileNotFoundError)
-                        else f"cannot read ({err.strerror})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"--input {source}: expected a regular file (with --output the input "
-                          "is read twice: to count and fingerprint it, then to label it)")
+    output = Path(output)
+    if source is not None:
+        source = Path(source)
+        try:
+            st = os.stat(source)
+        except OSError as err:
+            raise DataError(source, "no such file" if isinstance(err, FileNotFoundError)
+                            else f"cannot read ({err.strerror})") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"--input {source}: expected a regular file (with --output the "
+                              "input is read twice: to count and fingerprint it, then to label "
+                              "it)")
     if output.is_dir():
-        raise ConfigError(f"--output {output} is a folder; expected a file path")
+        raise ConfigError(f"{option} {output} is a folder; expected a file path")
     parent = output.parent
     if not parent.is_dir():
-        raise ConfigError(f"--output {output}: the folder {parent} does not exist")
+        raise ConfigError(f"{option} {output}: the folder {parent} does not exist")
     if not os.access(parent, os.W_OK):
-        raise ConfigError(f"--output {output}: the folder {parent} is not writable")
+        raise ConfigError(f"{option} {output}: the folder {parent} is not writable")
     if output.exists():
-        if os.path.samefile(source, output):
-            raise ConfigError(f"--output {output} is the input file; expected another path")
-        if not overwrite and not _is_prediction_file(output):
-            raise ConfigError(f"--output {output} exists and is no seqrep prediction output; "
-                              "pass --overwrite to replace it, or choose another path")
+        if source is not None and os.path.samefile(source, output):
+            raise ConfigError(f"{option} {output} is the input file; expected another path")
+        try:
+            known = replaceable(output)
+        except OSError as err:
+            raise ConfigError(f"{option} {output}: cannot read it ({err.strerror})") from None
+        if not overwrite and not known:
+            how = "pass --overwrite to replace it" if option == "--output" else "remove it"
+            raise ConfigError(f"{option} {output} exists and is no seqrep output; {how}, or "
+                              "choose another path")
 
 
 @dataclass

@@ -58,7 +58,13 @@ def _params() -> list:
                                               "else fp32), fp32, bf16 or fp16")),
         p("runtime", str, typer.Option("auto", "--runtime", help="torch, onnx, onnx-int8 or "
                                        "auto (onnx for a seqrep export folder)")),
-        p("as_json", bool, typer.Option(False, "--json", help="print JSON (fractions 0..1)")),
+        p("max_sentences", int | None, typer.Option(
+            None, "--max-sentences", help="score only the first N sentences (a quick check)")),
+        p("predictions", Path | None, typer.Option(
+            None, "--predictions", help="write 'word gold predicted' lines here (conlleval's "
+            "format, read by seqrep score)")),
+        p("as_json", bool, typer.Option(False, "--json", help="print JSON (fractions 0..1); "
+                                        "progress stays on stderr")),
         p("quiet", bool, typer.Option(False, "--quiet", "-q", help="no progress bar")),
     ] + config_params(ReaderConfig)
 
@@ -68,20 +74,28 @@ def evaluate_command(values: dict[str, Any]) -> None:
     per-label table, and predicted and gold span counts."""
     from seqrep.data import load_corpus
     from seqrep.data.datasets import holds_one_split
+    from seqrep.data.splits import say_notes
+    from seqrep.errors import ConfigError
     from seqrep.evaluate import check_labels
     from seqrep.evaluate import evaluate as run_eval
     from seqrep.export import load_labeler
 
     reader = ReaderConfig(**config_values(ReaderConfig, values))
-    dataset, split = values["dataset"], values["split"]
+    dataset, split, limit = values["dataset"], values["split"], values["max_sentences"]
+    if limit is not None and limit < 1:
+        raise ConfigError(f"--max-sentences {limit}; expected a positive number")
     if split is None:
         split = "train" if holds_one_split(dataset) else "test"
+    if values["predictions"] is not None:
+        _check_predictions(values["predictions"], dataset)
+    corpus = load_corpus(dataset, split, reader.format, **reader.options())  # before the model
+    say_notes(corpus)
     labeler = load_labeler(values["run"], values["runtime"], values["trust_remote_code"],
                            values["device"], values["precision"])
-    corpus = load_corpus(dataset, split, reader.format, **reader.options())
-    gold = check_labels([s for s in corpus.sentences if len(s)], labeler.config.labels,
+    gold = check_labels([s for s in corpus.sentences if len(s)][:limit], labeler.config.labels,
                         corpus.name or dataset, parse_label_map(values["label_map"]),
                         labeler.config.task)
+    pred: list[list[str]] = []
     from accelerate import PartialState
 
     state = PartialState(cpu=labeler.placement.device.type == "cpu")
@@ -91,13 +105,16 @@ def evaluate_command(values: dict[str, Any]) -> None:
 
         start = time.perf_counter()
         logits = sharded_logits(labeler, [s.words for s in gold], values["batch_size"], state)
-        result = evaluate_logits(labeler, gold, logits, values["decoding"])
+        result = evaluate_logits(labeler, gold, logits, values["decoding"], pred)
         result["seconds"] = round(time.perf_counter() - start, 3)
         if not state.is_main_process:
             return
     else:
-        progress = None if values["quiet"] or values["as_json"] else _progress(len(gold))
-        result = run_eval(labeler, gold, values["decoding"], values["batch_size"], progress)
+        progress = None if values["quiet"] else _progress(len(gold))
+        result = run_eval(labeler, gold, values["decoding"], values["batch_size"], progress,
+                          pred)
+    if values["predictions"] is not None:
+        write_predictions(values["predictions"], gold, pred)
     from seqrep.model.device import ran_on
 
     result["ran_on"] = ran_on(labeler)
@@ -107,6 +124,38 @@ def evaluate_command(values: dict[str, Any]) -> None:
 
 
 evaluate = command(evaluate_command, _params(), evaluate_command.__doc__ or "")
+
+
+def _check_predictions(path: Path, dataset: str) -> None:
+    """``--predictions``: never the dataset itself, a folder or a missing folder; an existing
+    file only if it is such a file (an empty one, or 3 columns on its first line)."""
+    import os
+
+    from seqrep.errors import ConfigError
+    from seqrep.stream import check_paths
+
+    def ours(p: Path) -> bool:
+        with open(p, "rb") as f:
+            first = f.readline(1 << 16)
+        return not first or len(first.split(b" ")) == 3
+
+    check_paths(None, path, option="--predictions", replaceable=ours)
+    if Path(path).exists() and Path(dataset).exists() and os.path.samefile(path, dataset):
+        raise ConfigError(f"--predictions {path} is the dataset file; expected another path")
+
+
+def write_predictions(path: Path, gold: list, pred: list[list[str]]) -> None:
+    """conlleval's input: ``word gold predicted`` per word (one space between columns, a
+    space inside a word written as ``_``), a blank line after each sentence; written
+    atomically."""
+    from seqrep.fileio import write_text
+
+    def word(w: str) -> str:
+        return "_".join(w.split()) or "_"
+
+    write_text(path, "".join("".join(f"{word(w)} {g} {p}\n" for w, g, p in
+                                     zip(s.words, s.tags, tags, strict=True)) + "\n"
+                             for s, tags in zip(gold, pred, strict=True)))
 
 
 def _progress(total: int):  # noqa: ANN202 - a callback

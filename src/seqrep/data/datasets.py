@@ -216,6 +216,8 @@ def load_corpus(name_or_path: str | Path, split: str = "train", format: str | No
     if not path.exists() and path.suffix == "" and "/" not in key and os.sep not in key:
         raise ConfigError(f"unknown dataset {str(name_or_path)!r}; expected one of "
                           f"{', '.join(DATASETS)}, or a path to a file")
+    if not path.exists():
+        raise DataError(path, "no such file or directory")
     if split != "train":
         raise ConfigError(f"split={split!r} does not apply to {path}: a file, a seq.in + seq.out "
                           "folder or a chosen set of folds is one split; pass a dataset name or "

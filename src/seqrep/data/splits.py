@@ -63,6 +63,7 @@ def load_data(cfg: TrainConfig, reader_options: dict[str, Any] | None = None) ->
         else:
             corpus = load_corpus(cfg.dataset, split, None if not single_file else cfg.format,
                                  **opts)
+        say_notes(corpus)
         return corpus.sentences_with_words()
 
     def subset(sents: list[Sentence], limit: int | None) -> list[Sentence]:
@@ -92,6 +93,18 @@ def load_data(cfg: TrainConfig, reader_options: dict[str, Any] | None = None) ->
         test = read(cfg.test_split)[: cfg.max_test_sentences]
     return TrainData(subset(train, cfg.max_train_sentences),
                      subset(evals, cfg.max_eval_sentences), test, source)
+
+
+def say_notes(corpus: Corpus) -> None:
+    """Print the corpus's notes line (:meth:`Corpus.notes_line`) on stderr, once per launch
+    (the main process of a distributed one): the gold a run trains or scores on is not the
+    file as written, and the user sees it."""
+    import os
+    import sys
+
+    line = corpus.notes_line()
+    if line and os.environ.get("RANK", "0") == "0":
+        print(line, file=sys.stderr)
 
 
 def resolve_task(task: str, sentences: list[Sentence]) -> str:

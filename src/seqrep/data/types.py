@@ -112,6 +112,18 @@ class Corpus:
                                                    "sentences, all empty); expected at least one")
         return kept
 
+    def notes_line(self) -> str | None:
+        """One line counting the reader's notes by kind (spans moved, or left out of the gold
+        because they overlap or repeat another), for every command that reads the corpus;
+        ``None`` when there are none. ``seqrep data stats`` lists them."""
+        if not self.notes:
+            return None
+        kinds = Counter(n.split(":", 1)[0] for n in self.notes)
+        n = len(self.notes)
+        return (f"{self.name or 'corpus'}: {n} reader note{'s' if n != 1 else ''} ("
+                + ", ".join(f"{v} {k}" for k, v in kinds.most_common())
+                + "): spans placed or kept other than written; `seqrep data stats` lists them")
+
     def span_types(self) -> list[str]:
         """The sorted span labels (entity types) found in the corpus."""
         return sorted({s.label for sent in self.sentences for s in sent.spans})
