@@ -67,7 +67,8 @@ def _probe(labeler_config: LabelerConfig, train_config: TrainConfig, layers: lis
         record: dict[str, Any] = {"status": "finished", "layer": layer,
                                   "forward_seconds": round(forward_seconds, 2),
                                   "train_seconds": round(fit_seconds, 2),
-                                  "train_sentences": len(data.train)}
+                                  "train_sentences": len(data.train),
+                                  "unmasked_layers": labeler.layers_unmasked}
         scores = {m: score([s.tags for s in data.eval],
                            [decode(x, labels, m)[0]
                             for x in _per_sentence(val_logits[:, k], data.eval)])

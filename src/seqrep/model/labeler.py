@@ -57,7 +57,11 @@ class SequenceLabeler(EncodesSentences, nn.Module):
         spec = Encoder(self.tokenizer, config, info.pad_id).spec
         self.config = config = fit_positions(config, spec, limit)
         self.encoder = Encoder(self.tokenizer, config, info.pad_id)
-        self.layers_unmasked = unmasked_layers(config.unmask, info.num_layers)
+        self.layers_unmasked = unmasked_layers(config.unmask, info.num_layers,
+                                               info.total_layers)
+        if config.unmask == "middle":  # record the layers: a cut, saved backbone is shallower
+            self.config = config = config.replace(
+                unmask=",".join(map(str, self.layers_unmasked)) or "none")
         self.unmasker = Unmasker(layer_stack(backbone.model), self.layers_unmasked,
                                  backbone.model.config)
         self.head = TokenHead(info.hidden_size, max(len(config.labels), 1), config.dropout)

@@ -37,9 +37,15 @@ def middle_layers(n: int) -> list[int]:
     return [i for i in range(max(lo, 0), min(hi, n - 1) + 1)]
 
 
-def unmasked_layers(unmask: str | Sequence[int], n: int) -> list[int]:
+def unmasked_layers(unmask: str | Sequence[int], n: int, depth: int | None = None
+                    ) -> list[int]:
     """Resolve an ``unmask`` setting (see :func:`seqrep.config.parse_unmask`) to sorted layer
-    indices of an ``n``-layer stack."""
+    indices of an ``n``-layer stack.
+
+    ``middle`` is the middle of the model's own ``depth`` (its layers before any cut; default
+    ``n``), kept where below ``n``: a model cut at an exit layer unmasks the layers the uncut
+    model (and a probe of it) unmasks there, not the middle of what is left.
+    """
     from seqrep.config import parse_unmask
 
     value = parse_unmask(unmask) if isinstance(unmask, str) else tuple(sorted(set(unmask)))
@@ -48,7 +54,7 @@ def unmasked_layers(unmask: str | Sequence[int], n: int) -> list[int]:
     if value == "full":
         return list(range(n))
     if value == "middle":
-        return middle_layers(n)
+        return [i for i in middle_layers(depth or n) if i < n]
     bad = [i for i in value if not 0 <= i < n]
     if bad:
         raise ConfigError(f"unmask layers {list(bad)} do not exist: the model has layers "

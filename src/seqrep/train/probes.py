@@ -84,7 +84,10 @@ def choose_exit_layer(config: LabelerConfig, data: TrainData, sentences: int = 1
     lab). Ties go to the shallower layer (cheaper).
 
     Returns:
-        ``(layer, sweep)`` with ``sweep = {"layers": [...], "f1": [...], "sentences": n}``.
+        ``(layer, sweep)`` with ``sweep = {"layers": [...], "f1": [...], "sentences": n,
+        ...}``; ``unmasked_layers`` are the 0-based layers the probe ran bidirectional (the
+        same a model cut at any of the layers runs, see
+        :func:`~seqrep.model.masks.unmasked_layers`).
     """
     train = data.train
     if len(train) > sentences:
@@ -107,4 +110,5 @@ def choose_exit_layer(config: LabelerConfig, data: TrainData, sentences: int = 1
                 config.task)["f1"] for k in range(len(layers))]
     best = max(range(len(layers)), key=lambda k: (f1[k], -k))
     return layers[best], {"layers": layers, "f1": f1, "sentences": len(train),
-                          "repetitions": config.repetitions, "unmask": config.unmask}
+                          "repetitions": config.repetitions, "unmask": config.unmask,
+                          "unmasked_layers": probe.layers_unmasked}
