@@ -200,11 +200,12 @@ def _differs(old: Any, new: dict[str, Any]) -> str | None:
     return None
 
 
-def prepare(source: Path, output: Path, identity: dict[str, Any], overwrite: bool = False
-            ) -> Plan:
+def prepare(source: Path, output: Path, identity: dict[str, Any], overwrite: bool = False,
+            main: bool = True) -> Plan:
     """Check the paths (:func:`check_paths`) and an existing ``OUT.partial``: it is resumed
     only when its record names this input (path, size, SHA-256) and ``identity``; otherwise
-    it is an error, or with ``overwrite`` it is removed to start over.
+    it is an error, or with ``overwrite`` it is removed to start over. Only the ``main``
+    process of a distributed launch looks at (and removes) the partial output.
 
     Raises:
         ConfigError: a path refused, or a partial output from another input or labeler.
@@ -215,7 +216,7 @@ def prepare(source: Path, output: Path, identity: dict[str, Any], overwrite: boo
     made_from = json.loads(json.dumps({"input": str(source.resolve()), "size": size,
                                        "sha256": digest, "labeler": identity}))
     partial, meta = _meta(output)
-    if partial.exists():
+    if main and partial.exists():
         try:
             old = json.loads(meta.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):
@@ -289,7 +290,7 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
     output = Path(output)
     if plan is None:
         plan = prepare(source, output, labeler_identity(labeler, decoding=decoding,
-                                                        words=words), overwrite)
+                                                        words=words), overwrite, main)
     partial, meta = _meta(output)
     done = 0
     if main:

@@ -124,14 +124,18 @@ def _predict_to_file(run: Path, input: Path, output: Path, decoding: str | None,
                      load: tuple[str, bool, str, str]) -> None:
     """``--output``: paths and an existing partial output checked before the model loads,
     then streamed (:func:`seqrep.stream.predict_file`)."""
+    import os
+
     from accelerate import PartialState
 
     from seqrep.export import load_labeler
     from seqrep.stream import predict_file, prepare, run_identity, stderr_progress
 
     runtime, trust_remote_code, device, precision = load
+    # RANK: set by torchrun / accelerate launch; only their main process handles OUT.partial
     plan = prepare(input, output, run_identity(run, runtime=runtime, precision=precision,
-                                               decoding=decoding, words=words), overwrite)
+                                               decoding=decoding, words=words), overwrite,
+                   main=os.environ.get("RANK", "0") == "0")
     labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
     state = PartialState(cpu=labeler.placement.device.type == "cpu")
     main = state.is_main_process
