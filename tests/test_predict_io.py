@@ -220,3 +220,11 @@ def test_words_are_kept_with_output(folder: Path, tmp_path: Path, capsys) -> Non
     assert got == [line.split() for line in lines]
     code, stdout, err = _cli(capsys, "predict", folder, "--input", src, "--words")
     assert [json.loads(x) for x in stdout.splitlines()] == _records(out)
+
+
+def test_byte_order_marks_are_no_text(lab: SequenceLabeler, tmp_path: Path) -> None:
+    src = tmp_path / "in.txt"
+    src.write_bytes(b"\xef\xbb\xbf\xef\xbb\xbfObama left\nParis\n")
+    out = tmp_path / "out.jsonl"
+    predict_file(lab, src, out)
+    assert [r["text"] for r in _records(out)] == ["Obama left", "Paris"]

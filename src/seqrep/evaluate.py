@@ -89,11 +89,11 @@ def score_file(path: str | Path) -> dict[str, Any]:
             label, two prefixes ...), naming the file, the line and the column.
     """
     from seqrep.data.conll import read_conll
-    from seqrep.data.sources import read_text
+    from seqrep.data.sources import read_text, split_lines
 
     # the columns and lines are checked here; the tags are read below, each column alike
     sents = read_conll(path, tag_column=-2, scheme="TOKEN").sentences
-    lines = read_text(Path(path)).split("\n")
+    lines = split_lines(read_text(Path(path)))  # as read_conll counts lines (a lone CR too)
     rows = [[lines[s.meta["line"] - 1 + j].split() for j in range(len(s))] for s in sents]
     gold = [[r[-2] for r in rs] for rs in rows]
     pred = [[r[-1] for r in rs] for rs in rows]

@@ -48,7 +48,8 @@ def read_lines(path: Path, skip: int = 0) -> Iterator[tuple[int, str]]:
             raw = raw[:-1] if raw.endswith(b"\n") else raw
             raw = raw[:-1] if raw.endswith(b"\r") else raw
             try:
-                yield n, raw.decode("utf-8-sig" if n == 1 else "utf-8")
+                text = raw.decode("utf-8")
+                yield n, text.lstrip("\ufeff") if n == 1 else text  # byte-order marks
             except UnicodeDecodeError as err:
                 raise DataError(path, f"not valid UTF-8 (byte {err.start})", n) from None
 

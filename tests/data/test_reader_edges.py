@@ -34,6 +34,16 @@ def test_conll_with_cr_only_line_endings(tmp_path: Path) -> None:
     assert corpus[1].meta["line"] == 4
 
 
+def test_score_reads_cr_only_line_endings(tmp_path: Path) -> None:
+    from seqrep.evaluate import score_file
+
+    path = tmp_path / "p.txt"
+    path.write_bytes(b"Obama B-PER B-PER\rleft O O\r\rParis B-LOC O\r")
+    result = score_file(path)  # 1 of 2 gold spans predicted, no false positive
+    assert result["sentences"] == 2
+    assert (result["precision"], result["recall"]) == (1.0, 0.5)
+
+
 def test_double_bom_does_not_make_docstart_a_sentence(tmp_path: Path) -> None:
     path = tmp_path / "x.txt"
     path.write_bytes(b"\xef\xbb\xbf\xef\xbb\xbf-DOCSTART- -X- O O\n\nObama NNP B-NP B-PER\n")
