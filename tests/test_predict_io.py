@@ -173,6 +173,10 @@ def test_resume_says_so_and_the_rate_counts_the_work(folder: Path, lab: Sequence
         code, _, err = _cli(capsys, "predict", folder, "--input", src, "--output", out)
     assert code == 130, err
     assert len(_records(tmp_path / "out.jsonl.partial")) == 8
+    # the same input with other settings: refused, before the model loads
+    code, _, err = _cli(capsys, "predict", folder, "--input", src, "--output", out,
+                        "--decoding", "greedy")
+    _refused(code, err, "another labeler", "--overwrite")
     real = seqrep.stream.label_items
 
     def slow(*a: object, **k: object) -> list:

@@ -239,15 +239,18 @@ def labeler_identity(labeler: Any, **settings: Any) -> dict[str, Any]:
 
 def run_identity(run: Path, **settings: Any) -> dict[str, Any]:
     """A run folder's identity without loading it: its path and the size and modification
-    time of its weight and config files, with ``settings`` (runtime, precision, decoding)."""
+    time of its weight and config files (a training checkpoint apart), with ``settings``
+    (runtime, precision, decoding)."""
     run = Path(run)
     files = []
     if run.is_dir():
         for f in sorted(run.rglob("*")):
+            rel = f.relative_to(run)
             if f.suffix in (".safetensors", ".onnx", ".json") and f.name not in (
-                    "metrics.json", "run.json") and f.is_file():
+                    "metrics.json", "run.json") and rel.parts[0] != "checkpoint" \
+                    and f.is_file():
                 st = f.stat()
-                files.append([str(f.relative_to(run)), st.st_size, st.st_mtime_ns])
+                files.append([str(rel), st.st_size, st.st_mtime_ns])
     return {"run": str(run.resolve()), "files": files[:1000], **settings}
 
 
