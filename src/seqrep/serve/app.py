@@ -139,6 +139,10 @@ class _State:
         try:
             await asyncio.wait([answer] + ([watch] if watch else []),
                                return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the request's task was cancelled: same as leaving
+            self.batcher.abandon(future)
+            answer.cancel()
+            raise
         finally:
             if watch is not None:
                 watch.cancel()
