@@ -131,3 +131,34 @@ def test_end_processes_destroys_the_group_and_the_cli_calls_it(monkeypatch) -> N
     monkeypatch.setattr("seqrep.model.device.end_processes", lambda: called.append(1))
     cli.main(["models"])
     assert called == [1]
+
+
+def test_ran_on_line_says_runtime_device_and_precision(monkeypatch) -> None:
+    """The one stderr line every evaluating or predicting command prints (issue 27): runtime,
+    device and precision, and whether a CPU's bf16 is native or emulated."""
+    from types import SimpleNamespace
+
+    from seqrep.model import device
+
+    def lab(runtime: str, dev: str, precision: str) -> SimpleNamespace:
+        return SimpleNamespace(runtime=runtime,
+                               placement=Placement(torch.device(dev), precision))
+
+    monkeypatch.setenv("SEQREP_CPU_BF16", "1")
+    device.cpu_has_bf16.cache_clear()
+    try:
+        assert device.ran_on_line(lab("torch", "cpu", "bf16")) == \
+            "running on cpu, PyTorch, bf16 autocast (native)"
+        monkeypatch.setenv("SEQREP_CPU_BF16", "0")
+        device.cpu_has_bf16.cache_clear()
+        assert device.ran_on_line(lab("torch", "cpu", "bf16")) == \
+            "running on cpu, PyTorch, bf16 autocast (emulated: this CPU has no native bf16)"
+    finally:
+        device.cpu_has_bf16.cache_clear()
+    assert device.ran_on_line(lab("torch", "cpu", "fp32")) == "running on cpu, PyTorch, fp32"
+    assert device.ran_on_line(lab("torch", "cuda:0", "fp16")) == \
+        "running on cuda:0, PyTorch, fp16 autocast"
+    assert device.ran_on_line(lab("onnx", "cpu", "fp32")) == "running on cpu, ONNX Runtime, fp32"
+    assert device.ran_on_line(lab("onnx-int8", "cpu", "fp32")) == \
+        "running on cpu, ONNX Runtime, int8 graph"
+    assert device.ran_on_line(object()) == "running on an unknown device"

@@ -98,7 +98,11 @@ def evaluate_command(values: dict[str, Any]) -> None:
     pred: list[list[str]] = []
     from accelerate import PartialState
 
+    from seqrep.model.device import ran_on, ran_on_line
+
     state = PartialState(cpu=labeler.placement.device.type == "cpu")
+    if state.is_main_process:  # what produces the score, where a user sees it (also --json)
+        typer.echo(ran_on_line(labeler), err=True)
     if state.num_processes > 1:  # under torchrun / accelerate launch: shard the sentences
         from seqrep.evaluate import evaluate_logits
         from seqrep.train.loop import sharded_logits
@@ -115,11 +119,9 @@ def evaluate_command(values: dict[str, Any]) -> None:
                           pred)
     if values["predictions"] is not None:
         write_predictions(values["predictions"], gold, pred)
-    from seqrep.model.device import ran_on
-
     result["ran_on"] = ran_on(labeler)
     show(result, f"{corpus.name or dataset}: {result['sentences']} sentences, "
-                 f"{result['seconds']:.1f} s ({', '.join(map(str, result['ran_on'].values()))})",
+                 f"{result['seconds']:.1f} s ({ran_on_line(labeler).removeprefix('running on ')})",
          values["as_json"])
 
 

@@ -77,6 +77,7 @@ def predict(
     """
     from seqrep.errors import ConfigError
     from seqrep.export import load_labeler
+    from seqrep.model.device import ran_on_line
     from seqrep.predict import predict_text, to_conll
 
     if output_format not in ("jsonl", "conll"):
@@ -94,6 +95,7 @@ def predict(
 
         items = [(t, p) for _, t, p in read_items(input, words)]  # as with --output
         labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
+        typer.echo(ran_on_line(labeler), err=True)  # stderr: stdout stays the records
         for record in label_items(labeler, items, decoding, batch_size):
             _write(record, output_format, to_conll)
         return
@@ -108,6 +110,7 @@ def predict(
             raise ConfigError("TEXT is not valid UTF-8; pass it in a file with --input") from None
         texts = [text]
     labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
+    typer.echo(ran_on_line(labeler), err=True)  # stderr: stdout stays the records
     for record in predict_text(labeler, texts, decoding, batch_size, pretokenized=words):
         _write(record, output_format, to_conll)
 
@@ -129,6 +132,7 @@ def _predict_to_file(run: Path, input: Path, output: Path, decoding: str | None,
     from accelerate import PartialState
 
     from seqrep.export import load_labeler
+    from seqrep.model.device import ran_on_line
     from seqrep.stream import predict_file, prepare, run_identity, stderr_progress
 
     runtime, trust_remote_code, device, precision = load
@@ -139,6 +143,8 @@ def _predict_to_file(run: Path, input: Path, output: Path, decoding: str | None,
     labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
     state = PartialState(cpu=labeler.placement.device.type == "cpu")
     main = state.is_main_process
+    if main:
+        typer.echo(ran_on_line(labeler), err=True)
     bar = stderr_progress() if main else None
     first: list[int] = []
     start = time.perf_counter()

@@ -142,6 +142,32 @@ def ran_on(labeler: object) -> dict[str, str | None]:
             "autocast": where.precision if where else None}
 
 
+RUNTIME_NAMES = {"torch": "PyTorch", "onnx": "ONNX Runtime", "onnx-int8": "ONNX Runtime"}
+
+
+def ran_on_line(labeler: object) -> str:
+    """:func:`ran_on` as the line a command prints on stderr before it evaluates or predicts,
+    e.g. ``running on cpu, PyTorch, bf16 autocast (native)``: a score is never read without
+    the numerics that produced it (bf16 on a CPU says whether the CPU computes it natively)."""
+    r = ran_on(labeler)
+    if r["device"] is None:
+        return "running on an unknown device"
+    parts = [r["device"]]
+    if r["runtime"]:
+        parts.append(RUNTIME_NAMES.get(r["runtime"], r["runtime"]))
+    if r["runtime"] == "onnx-int8":
+        parts.append("int8 graph")
+    elif r["autocast"] == "fp32":
+        parts.append("fp32")
+    elif r["autocast"]:
+        note = ""
+        if r["autocast"] == "bf16" and r["device"] == "cpu":
+            note = (" (native)" if cpu_has_bf16()
+                    else " (emulated: this CPU has no native bf16)")
+        parts.append(f"{r['autocast']} autocast{note}")
+    return "running on " + ", ".join(parts)
+
+
 def end_processes() -> None:
     """Leave the process group of a distributed launch (torchrun, ``accelerate launch``).
 

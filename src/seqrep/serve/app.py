@@ -96,7 +96,10 @@ class _State:
                 t = time.perf_counter()
                 self.labeler = load_labeler(run_dir, self.runtime, device=self.device,
                                             precision=self.precision)
-                log.info("model %s loaded in %.1f s", self.source, time.perf_counter() - t)
+                from seqrep.model.device import ran_on_line
+
+                log.info("model %s loaded in %.1f s; %s", self.source, time.perf_counter() - t,
+                         ran_on_line(self.labeler))
             self.labeler.eval()
             self.config = self.labeler.config
             s = self.settings
