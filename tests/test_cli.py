@@ -25,7 +25,7 @@ def run_dir(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = runner.invoke(app, ["train", "--model", tiny("llama"), "--dataset", str(train),
                                  "--test-split", str(test), "-r", "1", "--finetune", "full",
                                  "--epochs", "3", "--lr", "3e-3", "--head-lr", "1e-2",
-                                 "--batch-size", "8", "--output", str(out), "--quiet"])
+                                 "--batch-size", "8", "--output", str(out), "--quiet", "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["status"] == "finished" and "test_f1" in summary
@@ -46,6 +46,55 @@ def test_evaluate_json(run_dir: Path) -> None:
     assert data["sentences"] == 10
     metrics = json.loads((run_dir / "metrics.json").read_text())
     assert data["f1"] == pytest.approx(metrics["test"]["f1"])
+
+
+def test_evaluate_and_predict_say_what_ran_on_stderr(run_dir: Path, tmp_path: Path) -> None:
+    """A user sees the runtime, device and precision of every score and prediction (issue
+    27), on stderr, so stdout stays JSON; auto is fp32 here (conftest: no native bf16)."""
+    test = run_dir.parent / "test.txt"
+    line = "running on cpu, PyTorch, fp32"
+    for args in (["evaluate", str(run_dir), "--dataset", str(test), "--json"],
+                 ["evaluate", str(run_dir), "--dataset", str(test), "--quiet"],
+                 ["predict", str(run_dir), "Obama visited Paris."]):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert line in result.stderr.splitlines(), (args, result.stderr)
+        assert line not in result.stdout
+    texts = tmp_path / "in.txt"
+    texts.write_text("Obama visited Paris.\n", encoding="utf-8")
+    result = runner.invoke(app, ["predict", str(run_dir), "--input", str(texts), "--output",
+                                 str(tmp_path / "out.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert line in result.stderr.splitlines(), result.stderr
+
+
+def test_train_shows_scores_as_percentages(tiny, tmp_path: Path) -> None:
+    """One format for scores on screen (issue 27): the progress bar ends on the final best
+    validation F1, and the summary prints percentages; --json keeps the fractions."""
+    import re
+
+    train = write_corpus(tmp_path / "train.txt", 30)
+    test = write_corpus(tmp_path / "test.txt", 6, seed=3)
+    out = tmp_path / "run"
+    args = ["train", "--model", tiny("llama"), "--dataset", str(train), "--test-split",
+            str(test), "--epochs", "2", "--batch-size", "8", "--lr", "3e-3", "--head-lr",
+            "1e-2", "--output", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((out / "metrics.json").read_text())
+    val, tst = (f"{metrics[k]['f1'] * 100:.2f}%" for k in ("validation", "test"))
+    # the bar's last frame (tqdm redraws with \r) holds the best validation F1 of the run
+    frames = re.findall(r"best_val_f1=([0-9.]+%)", result.stderr)
+    assert frames and frames[-1] == val, result.stderr
+    assert "running on cpu, PyTorch, fp32" in result.stderr.splitlines()
+    last = result.stdout.strip().splitlines()[-1]
+    assert f"validation F1 {val}" in last and f"test F1 {tst}" in last, last
+    assert not re.search(r"\b0\.\d{3,}", result.stdout), result.stdout  # no fraction
+    again = runner.invoke(app, [*args, "--overwrite", "--quiet", "--json"])
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout.strip().splitlines()[-1])
+    assert summary["test_f1"] == pytest.approx(metrics["test"]["f1"])
+    assert summary["validation_f1"] == pytest.approx(metrics["validation"]["f1"])
 
 
 TEXTS = ["Obama visited Paris.\tMaria left Tokyo 🙂 today!",

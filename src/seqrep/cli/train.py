@@ -45,6 +45,9 @@ def _params() -> list[inspect.Parameter]:
             False, "--overwrite", help="replace an existing --output")),
         inspect.Parameter("quiet", kw, annotation=bool, default=typer.Option(
             False, "--quiet", "-q", help="no progress output")),
+        inspect.Parameter("as_json", kw, annotation=bool, default=typer.Option(
+            False, "--json", help="end with a JSON summary (scores as fractions 0..1) instead "
+                                  "of the line in percent")),
     ]
     return (config_params(LabelerConfig, SKIP_LABELER, SHORT) + config_params(TrainConfig)
             + config_params(ReaderConfig, ("format",)) + extra)
@@ -76,13 +79,30 @@ def train_command(values: dict[str, Any]) -> None:
     metrics = train(labeler, cfg, values["output"], overwrite=values["overwrite"],
                     resume=values["resume"], quiet=values["quiet"],
                     reader_options=reader.options())
-    # scores are fractions (0..1) in every JSON seqrep writes
-    summary = {k: metrics.get(k) for k in ("status", "task", "decoding", "train_seconds")}
+    if values.get("as_json"):  # scores are fractions (0..1) in every JSON seqrep writes
+        summary = {k: metrics.get(k) for k in ("status", "task", "decoding", "train_seconds")}
+        if metrics.get("validation"):
+            summary["validation_f1"] = metrics["validation"]["f1"]
+        if metrics.get("test"):
+            summary["test_f1"] = metrics["test"]["f1"]
+        typer.echo(json.dumps(summary))
+        return
+    typer.echo(summary_line(metrics, values["output"]))
+
+
+def summary_line(metrics: dict[str, Any], output: Path) -> str:
+    """The run's outcome in one line, scores in percent as on every table and bar."""
+    if metrics.get("status") != "finished":
+        return (f"{output}: interrupted at step {metrics.get('step')}; continue with --resume "
+                f"--output {output}")
+    score = "accuracy" if metrics.get("task") == "tokens" else "F1"
+    parts = []
     if metrics.get("validation"):
-        summary["validation_f1"] = metrics["validation"]["f1"]
+        parts.append(f"best validation {score} {metrics['validation']['f1'] * 100:.2f}%")
     if metrics.get("test"):
-        summary["test_f1"] = metrics["test"]["f1"]
-    typer.echo(json.dumps(summary))
+        parts.append(f"test {score} {metrics['test']['f1'] * 100:.2f}%")
+    parts.append(f"{metrics.get('train_seconds', 0):.0f} s of training steps")
+    return f"{output}: " + ", ".join(parts) + f" (in {output / 'metrics.json'})"
 
 
 train = command(train_command, _params(), train_command.__doc__ or "")

@@ -92,8 +92,11 @@ class Trainer:
                 s.batch += len(group)
                 s.train_seconds += time.perf_counter() - t0
                 bar.update(len(group))
-                bar.set_postfix(self._postfix())
+                loss = s.loss_sum / max(1, s.loss_n)  # an evaluation resets the running loss
                 stop = self._after_step(last_of_epoch=s.batch == len(batches))
+                # after the step's evaluation, so the bar ends on the run's best, not the last
+                # but one (issue 27)
+                bar.set_postfix(self._postfix(loss))
             if s.batch >= len(batches):
                 s.epoch, s.batch = s.epoch + 1, 0
         bar.close()
@@ -238,9 +241,9 @@ class Trainer:
         self.state = load_checkpoint(self.output / "checkpoint", self.labeler, self.optimizer,
                                      self.rank)
 
-    def _postfix(self) -> dict[str, str]:
+    def _postfix(self, loss: float) -> dict[str, str]:
         s = self.state
-        out = {"loss": f"{s.loss_sum / max(1, s.loss_n):.4f}"}
+        out = {"loss": f"{loss:.4f}"}
         if s.best is not None:  # nothing to show before the first evaluation
             out["best_val_f1"] = f"{s.best_f1 * 100:.2f}%"
         return out

@@ -29,7 +29,7 @@ from seqrep.data.splits import load_data, resolve_task, tag_inventory
 from seqrep.errors import SeqrepError
 from seqrep.evaluate import check_labels, check_test_labels
 from seqrep.fileio import write_json
-from seqrep.model.device import Placement
+from seqrep.model.device import Placement, ran_on_line
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.model.tuning import check_qlora
 from seqrep.train.loop import Trainer
@@ -216,6 +216,8 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
               f"-> {output}", flush=True)
     with seeded(train_config.seed):
         trainer = Trainer(labeler_config, train_config, output, data, quiet)  # loads the model
+        if not quiet and trainer.main:
+            print(ran_on_line(trainer.labeler), file=sys.stderr, flush=True)
         if trainer.main:
             replace_output(output, resume)
             if not resume:
@@ -270,7 +272,8 @@ def finish(trainer: Trainer) -> dict[str, Any]:
         metrics["test"]["seconds"] = round(time.perf_counter() - start, 3)
         if not trainer.quiet:
             print(f"test F1 {metrics['test']['f1'] * 100:.2f}% ({best.config.decoding} decoding, "
-                  f"{metrics['test']['sentences']} sentences)", flush=True)
+                  f"{metrics['test']['sentences']} sentences; "
+                  f"{ran_on_line(best).removeprefix('running on ')})", flush=True)
     if trainer.main:
         write_json(output / "metrics.json", metrics)
         shutil.rmtree(output / "checkpoint", ignore_errors=True)  # the run is complete
