@@ -121,7 +121,7 @@ def evaluate_command(values: dict[str, Any]) -> None:
         write_predictions(values["predictions"], gold, pred)
     result["ran_on"] = ran_on(labeler)
     show(result, f"{corpus.name or dataset}: {result['sentences']} sentences, "
-                 f"{result['seconds']:.1f} s ({ran_on_line(labeler).removeprefix('running on ')})",
+                 f"{result['seconds']:.1f} s ({', '.join(map(str, result['ran_on'].values()))})",
          values["as_json"])
 
 
