@@ -19,6 +19,12 @@ import torch
 from torch import nn
 
 from seqrep.errors import ModelError
+from seqrep.model.checks import (
+    check_described_weights,
+    check_files,
+    check_sizes,
+    check_tokenizer,
+)
 from seqrep.model.packaged import PACKAGED, resolve_packaged
 
 # Names of the final norm in base models (Llama/Mistral/Qwen/Gemma: norm; Phi: final_layernorm;
@@ -90,11 +96,15 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
 
     source = resolve_source(name)
     kw = {"trust_remote_code": trust_remote_code}
+    tokenizer_source = tokenizer or source
+    for folder in {source, tokenizer_source}:
+        check_files(Path(folder))
     try:
         with quiet_transformers():
             config = AutoConfig.from_pretrained(source, **kw)
-    except (OSError, ValueError) as err:
+    except Exception as err:  # noqa: BLE001 - config classes validate with many types
         raise _load_error(name, source, err) from None
+    check_sizes(config, source)
     total = int(config.num_hidden_layers)
     if exit_layer is not None:
         if not 1 <= exit_layer <= total:
@@ -104,8 +114,10 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
     attn_implementation = _attention_for(config, attn_implementation)
     if Path(source).is_dir():
         require_weights(Path(source), SAFETENSORS_NAMES, "model")
+    if complete:
+        check_described_weights(config, Path(source), **kw)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer or source, **kw)
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source, **kw)
         with quiet_transformers():
             extra = {} if quantization is None else {
                 "quantization_config": quantization,
@@ -114,12 +126,11 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
                 source, config=config, dtype=getattr(torch, dtype), use_safetensors=True,
                 attn_implementation=attn_implementation, output_loading_info=True,
                 **extra, **kw)
-    except AssertionError:
-        raise
     except Exception as err:  # noqa: BLE001 - loaders of untrusted files raise many types
         raise _load_error(name, source, err) from None
     if complete:
         check_complete(source, loading)
+    check_tokenizer(tokenizer, model.get_input_embeddings().num_embeddings, tokenizer_source)
     pad_id = pad_token_id(tokenizer, model.get_input_embeddings().num_embeddings)
     if getattr(model.config, "pad_token_id", None) is None:
         model.config.pad_token_id = pad_id

@@ -18,7 +18,11 @@ Layout::
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -108,9 +112,9 @@ def load_adapter(backbone: torch.nn.Module, folder: Path) -> torch.nn.Module:
     ``adapter_model.safetensors`` by seqrep itself: peft's own loaders fall back to
     unpickling ``adapter_model.bin``, so they are never called. Every adapter weight must come
     from the file (one line naming what does not fit otherwise)."""
-    from peft import LoraConfig, PeftModel, set_peft_model_state_dict
-
     require_weights(folder, (ADAPTER_WEIGHTS,), "LoRA adapter")
+    with _quiet_peft():
+        from peft import LoraConfig, PeftModel, set_peft_model_state_dict
     cfg_file = folder / "adapter_config.json"
     data = read_json(cfg_file, "a peft adapter config")
     if not isinstance(data, dict) or data.get("peft_type") != "LORA":
@@ -122,7 +126,7 @@ def load_adapter(backbone: torch.nn.Module, folder: Path) -> torch.nn.Module:
     try:
         config = LoraConfig.from_pretrained(str(folder))
         config.inference_mode = True
-        with quiet_transformers():
+        with quiet_transformers(), _quiet_peft():
             model = PeftModel(backbone, config)
     except Exception as err:  # noqa: BLE001 - peft validates with several error types
         raise ModelError(f"{cfg_file}: not a usable LoRA adapter config ({_first(err)})"
@@ -141,6 +145,21 @@ def load_adapter(backbone: torch.nn.Module, folder: Path) -> torch.nn.Module:
                          f"{(missing or unexpected)[0]}); the adapter does not fit the model")
     model.requires_grad_(False)
     return model.eval()
+
+
+@contextlib.contextmanager
+def _quiet_peft() -> Iterator[None]:
+    """Silence what importing peft and wrapping a model print beside the answer: bitsandbytes'
+    note on CPU kernels it did not find and transformers' deprecation warnings."""
+    logger = logging.getLogger("bitsandbytes")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 def _first(err: BaseException) -> str:
