@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -155,3 +156,33 @@ def test_queued_work_of_a_client_that_left_is_never_computed(labeler, proxy, gat
         assert "seqrep_abandoned_requests_total 1.0" in metrics
 
     asyncio.run(main())
+
+
+def test_job_taken_into_a_forming_batch_is_dropped_when_its_client_leaves(labeler, proxy,
+                                                                         gate) -> None:
+    """A job already taken from the queue (its batch still forming) is marked, and dropped
+    before the forward pass; no timing: its encoding is held until it is abandoned."""
+    from seqrep.serve.batcher import Batcher, Gone
+
+    class Held(proxy):
+        def encode(self, words):  # noqa: ANN001, ANN202
+            if list(words) == ["Gone", "soon"]:
+                taken.set()
+                gate.wait(BOUND)
+            return self._labeler.encode(words)
+
+    taken = threading.Event()
+    counted = Held(labeler, lambda s: None)
+    batcher = Batcher(counted, max_batch_tokens=100_000, max_wait_ms=60_000)
+    kept = batcher.submit(["Kept"], pretokenized=True)
+    gone = batcher.submit(["Gone soon"], pretokenized=True)
+    batcher.start()
+    assert taken.wait(BOUND)  # the worker holds `gone` in the forming batch
+    assert batcher.abandon(gone) and batcher.depth == 0
+    gate.set()
+    batcher.close()  # closing ends the batch's wait at once
+    assert kept.result(BOUND)[0]["text"] == "Kept"
+    with pytest.raises(Gone):
+        gone.result(BOUND)
+    assert [s for call in counted.calls for s in call] == [("Kept",)]
+    assert batcher.abandoned == 1
