@@ -67,7 +67,11 @@ def serve(
         raise ConfigError(f"--threads {threads}; expected 1 or more")
     if not request_timeout > 0:
         raise ConfigError(f"--request-timeout {request_timeout}; expected more than 0")
+    from seqrep.export import RUNTIMES
     from seqrep.model.device import resolve_device, resolve_precision
+
+    if runtime not in RUNTIMES:
+        raise ConfigError(f"--runtime {runtime!r}; expected one of {', '.join(RUNTIMES)}")
 
     resolve_precision(precision, resolve_device(device))  # a wrong value fails now, not later
     import logging
