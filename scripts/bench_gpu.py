@@ -19,15 +19,17 @@
 #   PYTHONPATH=src python scripts/bench_gpu.py --device cpu --config tiny --quick
 """GPU benchmark of the sequence labeler at Mistral-7B shape, with random weights.
 
-Nothing is downloaded or read from disk: a ``transformers.MistralConfig`` of the 7B shape
-(32 layers, hidden 4096, 32 heads / 8 KV heads, intermediate 14336, vocab 32000,
-``sliding_window=None``: every sequence here is far shorter than 4096 anyway) is cut with
-:func:`seqrep.model.backbone.cut_config` to the exit layer *before* the model is built, and the
-model is created directly on the device in bf16 (``with torch.device(dev):
-AutoModel.from_config(...)``), so the layers above L never exist. It is wrapped in seqrep's
-own ``SequenceLabeler(LabelerConfig(model="random:mistral-7b-shape", ...), Backbone(...))``
-(frozen backbone, the 9 CoNLL tags) with a tiny word-level tokenizer built in code; the
-timed passes feed token ids directly.
+A driver over seqrep's own benchmark code: the timing primitives (FLOP count, matmul rate on
+a device in a dtype, synchronised timed passes, memory, known peaks) are
+``seqrep.lab.speed``, shared with ``seqrep bench``; the random model and the synthetic inputs
+are ``seqrep.lab.synthetic``; the forward, training-step and QLoRA rows are
+``seqrep.lab.device_bench``.
+
+Nothing is downloaded or read from disk: a ``MistralConfig`` of the 7B shape (32 layers,
+hidden 4096, 32 heads / 8 KV heads, intermediate 14336, vocab 32000, no sliding window) cut to
+the exit layer before the model is built on the device in bf16, so the layers above L never
+exist; wrapped in seqrep's own ``SequenceLabeler`` (frozen, the 9 CoNLL tags) with a tiny
+word-level tokenizer built in code; the timed passes feed token ids directly.
 
 Inputs: ``--sentences`` (1,024) synthetic CoNLL-2003-test-like sentences from a fixed seed:
 words per sentence from Gamma(2), scaled to mean 13.4 (as CoNLL-2003 test), clipped to 1..124,
@@ -44,7 +46,8 @@ the device synchronised around each pass, one full warm-up pass and the best of 
 - real (non-padding) tokens/s and sentences/s;
 - useful FLOP/s, counted as ``seqrep.lab.bench`` does: ``2 * tokens * linear weights of the
   used blocks + 4 * blocks * tokens^2 * attention width`` per row, real tokens only;
-- the share of the GPU's dense bf16 peak (a table by ``torch.cuda.get_device_name()``:
+- the share of the GPU's dense bf16 peak (``seqrep.lab.speed.table_peak`` by
+  ``torch.cuda.get_device_name()``:
   H200 / H100 SXM 989 TFLOP/s, H100 PCIe 756, A100 312, L4 121; otherwise the measured ceiling)
   and of a measured matmul ceiling (best of large bf16 products and the model's own Linear
   shapes), always both;
@@ -57,16 +60,11 @@ sentences at r=1, L=32, autocast bf16, dropout on; one warm-up step, best of 3):
 - ``lora``: LoRA r=16, alpha 16, dropout 0.1 on q, k, v, o of the bf16 base, through
   ``LabelerConfig(finetune="lora")``;
 - ``qlora`` (only when bitsandbytes imports): the same LoRA on a 4-bit NF4 base with double
-  quantization and bf16 compute, the settings read from a ``transformers.BitsAndBytesConfig``.
-  ``from_config`` cannot quantize, so by default (``--qlora-method memory``) every Linear of the
-  freshly built random bf16 blocks is replaced by a ``bitsandbytes.nn.Linear4bit`` whose
-  ``Params4bit`` is quantized on the device from that very weight (what ``from_pretrained``
-  does per tensor), then ``peft.prepare_model_for_kbit_training`` (no gradient checkpointing)
-  and LoRA. ``--qlora-method saved`` instead writes the random bf16 model to a temporary folder
-  (safetensors, on the GPU machine's disk only, deleted after) and loads it with
-  ``quantization_config=``; ``auto`` (the default) tries ``memory`` and falls back to ``saved``.
-  The JSON says which ran. Without bitsandbytes: ``"qlora": {"skipped": "bitsandbytes is not
-  installed"}``.
+  quantization and bf16 compute (``--qlora-method``: ``memory`` quantizes the random bf16
+  blocks in place, ``saved`` writes them to a temporary folder and loads them with
+  ``quantization_config=``, ``auto`` tries memory first; the JSON says which ran), then
+  ``peft.prepare_model_for_kbit_training`` (no gradient checkpointing) and LoRA. Without
+  bitsandbytes: ``"qlora": {"skipped": "bitsandbytes is not installed"}``.
 
 Budget on one H200 (about 790 TFLOP/s measured on bf16 products there): start and imports
 ~15 s; ceiling ~2 s; building the random 32- and 19-layer models ~5-10 s each; forward passes:
@@ -89,62 +87,45 @@ start.
 from __future__ import annotations
 
 import argparse
-import gc
-import importlib
 import json
-import math
 import platform
-import random
-import re
-import shutil
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-CONLL_TAGS = ["O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"]
+try:  # a missing torch or seqrep is said in one line by main(), not as a traceback here
+    import torch
 
-# Model shapes, each with the exit layers to compare (the deepest is the uncut model).
-CONFIGS: dict[str, dict[str, Any]] = {
-    "mistral-7b-shape": {
-        "shape": dict(vocab_size=32000, hidden_size=4096, intermediate_size=14336,
-                      num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
-                      head_dim=128, max_position_embeddings=32768, rope_theta=10000.0,
-                      rms_norm_eps=1e-5, sliding_window=None, tie_word_embeddings=False),
-        "exit_layers": (19, 32),
-    },
-    "tiny": {
-        "shape": dict(vocab_size=1000, hidden_size=64, intermediate_size=128,
-                      num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-                      head_dim=16, max_position_embeddings=4096, sliding_window=None,
-                      tie_word_embeddings=False),
-        "exit_layers": (2, 4),
-    },
-}
-
-# Dense (no sparsity) bf16 tensor-core peaks in TFLOP/s, by device name; first match wins.
-PEAK_BF16_TFLOPS: list[tuple[str, float]] = [
-    (r"H200", 989.0),
-    (r"H100.*(SXM|HBM3)", 989.0),
-    (r"H100.*PCIe", 756.0),
-    (r"A100", 312.0),
-    (r"\bL4\b", 121.0),
-]
-
-# Words per sentence ~ Gamma(shape 2), the draw scaled to mean 13.4 (CoNLL-2003 test: 46,435
-# words in 3,453 sentences); subtokens per word drawn from SUBTOKENS (mean 1.4).
-WORDS_SHAPE, WORDS_MEAN = 2.0, 13.4
-MAX_WORDS = 124
-SUBTOKENS = ((1, 2, 3), (0.7, 0.2, 0.1))
+    from seqrep.lab.device_bench import (
+        exit_speedups,
+        forward_row,
+        lora_facts,
+        qlora_row,
+        shape_ceiling,
+        train_step_row,
+    )
+    from seqrep.lab.speed import allocated, gb, reset_memory, rss_peak_mb, table_peak
+    from seqrep.lab.synthetic import (
+        CONFIGS,
+        CONLL_TAGS,
+        build_backbone,
+        make_labeler,
+        sentence_stats,
+        synthetic_sentences,
+    )
+except ImportError as err:
+    IMPORT_ERROR: ImportError | None = err
+    CONFIGS = {"mistral-7b-shape": {"exit_layers": (19, 32)}, "tiny": {"exit_layers": (2, 4)}}
+else:
+    IMPORT_ERROR = None
 
 
 class Missing(RuntimeError):
     """Something the benchmark needs is not installed or not available here."""
 
 
-# ----------------------------------------------------------------------------- requirements
 def _version(name: str, load: bool = False) -> str | None:
     """The installed version of ``name`` (None when absent); with ``load``, also import it
     (None when that fails: a package that is there but cannot load is not usable)."""
@@ -173,13 +154,9 @@ def check_requirements(device: str) -> dict[str, str | None]:
         if versions[name] is None:
             raise Missing(f"{name} is not installed in {sys.executable}; this benchmark needs "
                           f"torch and transformers (with its tokenizers)")
-    try:
-        importlib.import_module("seqrep.model.labeler")
-    except ImportError as err:
-        raise Missing(f"cannot import seqrep ({err}); run from the repository root as "
-                      f"PYTHONPATH=src python scripts/bench_gpu.py ...") from None
-    import torch
-
+    if IMPORT_ERROR is not None:
+        raise Missing(f"cannot import seqrep ({IMPORT_ERROR}); run from the repository root "
+                      f"as PYTHONPATH=src python scripts/bench_gpu.py ...")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise Missing(f"--device {device}: CUDA is not available (torch {torch.__version__}, "
                       f"built for CUDA {torch.version.cuda}); use a CUDA build of torch on a "
@@ -187,7 +164,6 @@ def check_requirements(device: str) -> dict[str, str | None]:
     return versions
 
 
-# ----------------------------------------------------------------------------- building
 def make_tokenizer() -> Any:
     """A tiny word-level tokenizer for the labeler's Encoder (the passes feed ids directly)."""
     from tokenizers import Tokenizer, models, pre_tokenizers
@@ -200,453 +176,10 @@ def make_tokenizer() -> Any:
                                    unk_token="<unk>", pad_token="<pad>")
 
 
-def model_config(name: str, exit_layer: int | None = None) -> Any:
-    """The MistralConfig of ``name``, cut to ``exit_layer`` layers when given."""
-    from transformers import MistralConfig
-
-    from seqrep.model.backbone import cut_config
-
-    cfg = MistralConfig(bos_token_id=1, eos_token_id=2, pad_token_id=3,
-                        **CONFIGS[name]["shape"])
-    if exit_layer is not None:
-        cut_config(cfg, exit_layer)
-    return cfg
-
-
-def build_backbone(name: str, exit_layer: int, device: Any, dtype: Any) -> Any:
-    """A random ``name``-shaped model with ``exit_layer`` layers, built on ``device``."""
-    import torch
-    from transformers import AutoModel
-
-    from seqrep.model.backbone import Backbone, BackboneInfo, layer_stack
-
-    total = CONFIGS[name]["shape"]["num_hidden_layers"]
-    cfg = model_config(name, exit_layer)
-    torch.manual_seed(exit_layer)
-    with torch.device(device):
-        model = AutoModel.from_config(cfg, dtype=dtype, attn_implementation="sdpa")
-    stray = {p.device for p in model.parameters()} - {torch.device(device)}
-    if stray:  # a transformers version that builds elsewhere first
-        model.to(device)
-    model.eval()
-    info = BackboneInfo(f"random:{name}", False, total, len(layer_stack(model)),
-                        int(cfg.hidden_size), int(cfg.pad_token_id))
-    return Backbone(model, make_tokenizer(), info)
-
-
-def make_labeler(backbone: Any, name: str, repetitions: int, exit_layer: int, finetune: str,
-                 device: Any, precision: str) -> Any:
-    from seqrep.config import LabelerConfig
-    from seqrep.model.device import Placement
-    from seqrep.model.labeler import SequenceLabeler
-
-    config = LabelerConfig(model=f"random:{name}", labels=list(CONLL_TAGS),
-                           repetitions=repetitions, exit_layer=exit_layer, finetune=finetune,
-                           bos="yes", dtype="bfloat16" if precision == "bf16" else "float32")
-    labeler = SequenceLabeler(config, backbone)
-    if getattr(backbone.model, "is_loaded_in_4bit", False):
-        labeler.head.to(device)  # a 4-bit base stays where bitsandbytes put it
-        labeler.placement = Placement.resolve(device, precision)
-    else:
-        labeler.place(device, precision)
-    return labeler
-
-
-def synthetic_sentences(n: int, vocab: int, seed: int = 0) -> list[list[list[int]]]:
-    """``n`` sentences of random word subtoken ids, CoNLL-2003-test-like lengths."""
-    rng = random.Random(seed)
-    raw = [rng.gammavariate(WORDS_SHAPE, 1.0) for _ in range(n)]
-    scale = WORDS_MEAN / (sum(raw) / n) if n else 1.0
-    out = []
-    for x in raw:
-        words = min(MAX_WORDS, max(1, round(x * scale)))
-        subs = rng.choices(SUBTOKENS[0], SUBTOKENS[1], k=words)
-        out.append([[rng.randrange(5, vocab) for _ in range(s)] for s in subs])
-    return out
-
-
-def sentence_stats(sentences: list[list[list[int]]]) -> dict[str, float]:
-    words = [len(s) for s in sentences]
-    subs = [len(w) for s in sentences for w in s]
-    return {"sentences": len(sentences), "words_mean": round(sum(words) / len(words), 2),
-            "words_max": max(words), "subtokens_per_word": round(sum(subs) / len(subs), 3),
-            "subtokens_per_sentence": round(sum(subs) / len(sentences), 2)}
-
-
-def plan_batches(labeler: Any, sentences: list[list[list[int]]], max_tokens: int,
-                 device: Any, labels: bool = False) -> tuple[list[Any], list[int]]:
-    """Device batches of the sentences' segments (length-sorted, at most ``max_tokens``
-    padded tokens each) and the real length of every row."""
-    from seqrep.encode.batch import collate, length_batches
-    from seqrep.encode.repeat import encode_sentence
-
-    segments = [seg for words in sentences for seg in encode_sentence(words, labeler.spec)]
-    lengths = [len(s) for s in segments]
-    rng = random.Random(1)
-    batches = []
-    for idx in length_batches(lengths, batch_size=max_tokens, max_tokens=max_tokens):
-        segs = [segments[i] for i in idx]
-        tags = [[rng.randrange(len(CONLL_TAGS)) for _ in s.words] for s in segs] if labels \
-            else None
-        batches.append(collate(segs, labeler.encoder.pad_id, labeler.config.padding_side,
-                               tags).to(device))
-    return batches, lengths
-
-
-# ----------------------------------------------------------------------------- measuring
-def flops_per_token(model: Any) -> tuple[int, int, int]:
-    """``(linear weights in the blocks, blocks, attention width)``: the terms of the FLOP
-    count of ``seqrep.lab.bench.flops_per_token``, with each Linear counted as
-    ``in * out`` so that a 4-bit layer (packed weights) counts as its full-precision self."""
-    from torch import nn
-
-    from seqrep.model.backbone import layer_stack
-
-    blocks = layer_stack(model)
-    linear = sum(m.in_features * m.out_features for m in blocks.modules()
-                 if isinstance(m, nn.Linear))
-    cfg = model.config
-    width = cfg.num_attention_heads * (getattr(cfg, "head_dim", None)
-                                       or cfg.hidden_size // cfg.num_attention_heads)
-    return linear, len(blocks), width
-
-
-def _sync(device: Any) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _reset_memory(device: Any) -> None:
-    import torch
-
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats(device)
-
-
-def _sig(x: float, digits: int = 4) -> float:
-    """``x`` to ``digits`` significant digits (rates span 1e-4 TFLOP/s on a CPU to 1e3)."""
-    return float(f"{x:.{digits}g}")
-
-
-def _gb(n: float | None) -> float | None:
-    return None if n is None else round(n / 2**30, 3)
-
-
-def _allocated(device: Any) -> float | None:
-    import torch
-
-    return torch.cuda.memory_allocated(device) if device.type == "cuda" else None
-
-
-def _peak(device: Any) -> float | None:
-    import torch
-
-    return torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
-
-
-def _rss_peak_mb() -> float | None:
-    try:
-        import resource
-    except ImportError:
-        return None
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def table_peak(device_name: str) -> float | None:
-    """The dense bf16 peak of a known GPU, TFLOP/s; None for others (and CPUs)."""
-    for pattern, tflops in PEAK_BF16_TFLOPS:
-        if re.search(pattern, device_name):
-            return tflops
-    return None
-
-
-def matmul_ceiling(name: str, tokens: int, device: Any, dtype: Any,
-                   repeats: int = 10) -> dict[str, Any]:
-    """Measured TFLOP/s of ``x @ w.T`` on the model's own Linear shapes at ``tokens`` rows,
-    plus large square products on a GPU; the best is the measured ceiling."""
-    import torch
-
-    shape = CONFIGS[name]["shape"]
-    h, f = shape["hidden_size"], shape["intermediate_size"]
-    kv = shape["num_key_value_heads"] * shape["head_dim"]
-    q = shape["num_attention_heads"] * shape["head_dim"]
-    shapes = sorted({(tokens, h, q), (tokens, h, kv), (tokens, q, h), (tokens, h, f),
-                     (tokens, f, h)})
-    if device.type == "cuda":
-        shapes += [(8192, 8192, 8192), (16384, 8192, 8192)]
-    rates = {}
-    for m, k, n in shapes:
-        x = torch.randn(m, k, device=device, dtype=dtype)
-        w = torch.randn(n, k, device=device, dtype=dtype)
-        for _ in range(3):
-            torch.nn.functional.linear(x, w)
-        _sync(device)
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(repeats):
-                torch.nn.functional.linear(x, w)
-            end.record()
-            end.synchronize()
-            seconds = start.elapsed_time(end) / 1000 / repeats
-        else:
-            seconds = float("inf")
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                torch.nn.functional.linear(x, w)
-                seconds = min(seconds, time.perf_counter() - t0)
-        rates[f"{m}x{k}x{n}"] = _sig(2 * m * k * n / seconds / 1e12)
-        del x, w
-    return {"tflops": max(rates.values()), "dtype": str(dtype).replace("torch.", ""),
-            "repeats": repeats, "shapes": rates}
-
-
-def time_passes(fn: Any, batches: list[Any], device: Any, repeats: int) -> list[float]:
-    """One warm-up pass over ``batches``, then ``repeats`` timed passes (seconds each)."""
-    for b in batches:
-        fn(b)
-    times = []
-    for _ in range(max(1, repeats)):
-        _sync(device)
-        t0 = time.perf_counter()
-        for b in batches:
-            fn(b)
-        _sync(device)
-        times.append(time.perf_counter() - t0)
-    return times
-
-
-def forward_row(labeler: Any, sentences: list[list[list[int]]], max_tokens: int,
-                device: Any, repeats: int, ceiling: float, peak: float | None,
-                weights: float | None) -> dict[str, Any]:
-    """Time ``labeler.forward`` over all sentences in ``max_tokens`` batches."""
-    import torch
-
-    from seqrep.model.backbone import layer_stack
-
-    batches, lengths = plan_batches(labeler, sentences, max_tokens, device)
-    real = sum(lengths)
-    padded = sum(int(b.attention_mask.numel()) for b in batches)
-    linear, blocks, width = flops_per_token(labeler.backbone)
-    flops = sum(2 * t * linear + 4 * blocks * t * t * width for t in lengths)
-    _reset_memory(device)
-    with torch.no_grad():
-        times = time_passes(labeler.forward, batches, device, repeats)
-        finite = bool(torch.isfinite(labeler.forward(batches[-1])).all())
-    seconds = min(times)
-    tflops = flops / seconds / 1e12
-    return {
-        "exit_layer": labeler.config.exit_layer,
-        "layers_computed": len(layer_stack(labeler.backbone)),
-        "config_layers": int(labeler.backbone.config.num_hidden_layers),
-        "total_layers": labeler.backbone_info.total_layers,
-        "repetitions": labeler.config.repetitions, "copies": labeler.spec.copies,
-        "max_tokens": max_tokens, "batches": len(batches), "sentences": len(sentences),
-        "rows": len(lengths), "tokens": real, "padded_tokens": padded,
-        "padding_waste": round(1 - real / padded, 4),
-        "seconds": round(seconds, 4), "seconds_all": [round(t, 4) for t in times],
-        "tokens_per_second": round(real / seconds, 1),
-        "sentences_per_second": round(len(sentences) / seconds, 2),
-        "flops": int(flops), "flops_per_token": round(flops / real),
-        "tflops_per_second": _sig(tflops),
-        "share_of_peak": _sig(tflops / peak) if peak else None,
-        "share_of_measured_ceiling": _sig(tflops / ceiling),
-        "weights_gb": _gb(weights), "peak_memory_gb": _gb(_peak(device)),
-        "finite": finite,
-    }
-
-
-def train_step_row(labeler: Any, sentences: list[list[list[int]]], device: Any,
-                   repeats: int) -> dict[str, Any]:
-    """Forward + backward + AdamW step on one batch of ``sentences`` (train mode)."""
-    import torch
-
-    batches, lengths = plan_batches(labeler, sentences, 10**9, device, labels=True)
-    (batch,) = batches
-    params = [p for p in labeler.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=2e-4)
-    labeler.train()
-
-    def step() -> float:
-        loss = torch.nn.functional.cross_entropy(labeler(batch), batch.labels)
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        return float(loss.detach())
-
-    _reset_memory(device)
-    losses = [step()]  # warm-up (also allocates the optimizer state)
-    times = []
-    for _ in range(max(1, repeats)):
-        _sync(device)
-        t0 = time.perf_counter()
-        losses.append(step())
-        _sync(device)
-        times.append(time.perf_counter() - t0)
-    labeler.eval()
-    seconds = min(times)
-    real = sum(lengths)
-    base = getattr(labeler.backbone, "get_base_model", lambda: labeler.backbone)()
-    linear, blocks, width = flops_per_token(base)
-    fwd = sum(2 * t * linear + 4 * blocks * t * t * width for t in lengths)
-    return {"sentences": len(sentences), "rows": len(lengths), "tokens": real,
-            "padded_tokens": int(batch.attention_mask.numel()),
-            "repetitions": labeler.config.repetitions, "exit_layer": labeler.config.exit_layer,
-            "trainable_parameters": sum(p.numel() for p in params),
-            "seconds": round(seconds, 4), "seconds_all": [round(t, 4) for t in times],
-            "tokens_per_second": round(real / seconds, 1),
-            "forward_flops": int(fwd),
-            "approx_tflops_per_second": _sig(3 * fwd / seconds / 1e12),
-            "peak_memory_gb": _gb(_peak(device)), "losses": [round(x, 4) for x in losses],
-            "finite": all(math.isfinite(x) for x in losses)}
-
-
-# ----------------------------------------------------------------------------- QLoRA
-def bnb_config() -> Any:
-    """QLoRA's 4-bit base: NF4, double quantization, bf16 compute."""
-    import torch
-    from transformers import BitsAndBytesConfig
-
-    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
-                              bnb_4bit_use_double_quant=True,
-                              bnb_4bit_compute_dtype=torch.bfloat16)
-
-
-def quantize_in_memory(model: Any, qc: Any, device: Any) -> int:
-    """Replace every Linear of the blocks by a bitsandbytes Linear4bit quantized on
-    ``device`` from its own weight; returns how many were replaced."""
-    import bitsandbytes as bnb
-    from torch import nn
-
-    from seqrep.model.backbone import layer_stack
-
-    count = 0
-    for parent in list(layer_stack(model).modules()):
-        for child_name, child in list(parent.named_children()):
-            if type(child) is not nn.Linear:
-                continue
-            q = bnb.nn.Linear4bit(child.in_features, child.out_features,
-                                  bias=child.bias is not None,
-                                  compute_dtype=qc.bnb_4bit_compute_dtype,
-                                  compress_statistics=qc.bnb_4bit_use_double_quant,
-                                  quant_type=qc.bnb_4bit_quant_type,
-                                  quant_storage=qc.bnb_4bit_quant_storage, device="meta")
-            weight = bnb.nn.Params4bit(child.weight.data, requires_grad=False,
-                                       compress_statistics=qc.bnb_4bit_use_double_quant,
-                                       quant_type=qc.bnb_4bit_quant_type,
-                                       quant_storage=qc.bnb_4bit_quant_storage, module=q)
-            q.weight = weight.to(device)
-            if child.bias is not None:
-                q.bias = nn.Parameter(child.bias.data, requires_grad=False)
-            setattr(parent, child_name, q)
-            count += 1
-    model.is_loaded_in_4bit = True
-    return count
-
-
-def quantized_backbone(name: str, layers: int, device: Any, method: str,
-                       tmp: str | None) -> tuple[Any, str, int]:
-    """A random 4-bit ``name`` backbone; ``(backbone, method used, replaced Linears)``."""
-    import torch
-    from transformers import AutoModel
-
-    from seqrep.model.backbone import Backbone, BackboneInfo, layer_stack
-
-    qc = bnb_config()
-    backbone = build_backbone(name, layers, device, torch.bfloat16)
-    if method in ("memory", "auto"):
-        try:
-            quantize_in_memory(backbone.model, qc, device)
-            return backbone, "memory", _count_4bit(backbone.model)
-        except Exception as err:  # noqa: BLE001 - fall back to a saved checkpoint
-            if method == "memory":
-                raise
-            print(f"  qlora: in-memory quantization failed ({type(err).__name__}: {err}); "
-                  f"saving the random model and loading it quantized", flush=True)
-            del backbone
-            _reset_memory(device)
-            backbone = build_backbone(name, layers, device, torch.bfloat16)
-    folder = tempfile.mkdtemp(prefix="bench-gpu-qlora-", dir=tmp)
-    try:
-        backbone.model.save_pretrained(folder, safe_serialization=True)
-        info, tokenizer = backbone.info, backbone.tokenizer
-        del backbone
-        _reset_memory(device)
-        where = device.index if device.type == "cuda" and device.index is not None else (
-            0 if device.type == "cuda" else "cpu")
-        model = AutoModel.from_pretrained(folder, quantization_config=qc,
-                                          device_map={"": where}, dtype=torch.bfloat16,
-                                          attn_implementation="sdpa", use_safetensors=True)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    model.eval()
-    info = BackboneInfo(info.source, False, info.total_layers, len(layer_stack(model)),
-                        info.hidden_size, info.pad_id)
-    return Backbone(model, tokenizer, info), "saved", _count_4bit(model)
-
-
-def _count_4bit(model: Any) -> int:
-    import bitsandbytes as bnb
-
-    return sum(isinstance(m, bnb.nn.Linear4bit) for m in model.modules())
-
-
-def qlora_row(name: str, layers: int, sentences: list[list[list[int]]], device: Any,
-              precision: str, repeats: int, method: str, tmp: str | None) -> dict[str, Any]:
-    from peft import prepare_model_for_kbit_training
-
-    t0 = time.perf_counter()
-    backbone, used, replaced = quantized_backbone(name, layers, device, method, tmp)
-    backbone.model = prepare_model_for_kbit_training(backbone.model,
-                                                     use_gradient_checkpointing=False)
-    build = time.perf_counter() - t0
-    weights = _allocated(device)
-    labeler = make_labeler(backbone, name, 1, layers, "lora", device, precision)
-    row = train_step_row(labeler, sentences, device, repeats)
-    row.update({"method": used, "linears_quantized": replaced, "build_seconds": round(build, 2),
-                "weights_gb": _gb(weights), "quantization": "nf4, double quantization, "
-                "bf16 compute", "lora": _lora_facts(labeler), "gradient_checkpointing": False})
-    del labeler, backbone
-    return row
-
-
-def _lora_facts(labeler: Any) -> dict[str, Any]:
-    peft_config = next(iter(labeler.backbone.peft_config.values()))
-    return {"r": peft_config.r, "alpha": peft_config.lora_alpha,
-            "dropout": peft_config.lora_dropout,
-            "targets": sorted(peft_config.target_modules)}
-
-
-# ----------------------------------------------------------------------------- the run
 def _error(err: BaseException) -> dict[str, str]:
     line = str(err).splitlines()[0] if str(err) else ""
     return {"error": f"{type(err).__name__}: {line}"[:500],
             "where": traceback.format_exc(limit=-3)[-1500:]}
-
-
-def speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per r and batch size: the shallowest exit against the deepest (time ratio)."""
-    ok = [r for r in rows if "error" not in r]
-    out = []
-    for key in sorted({(r["repetitions"], r["max_tokens"]) for r in ok}):
-        group = sorted((r for r in ok if (r["repetitions"], r["max_tokens"]) == key),
-                       key=lambda r: r["layers_computed"])
-        deep = group[-1]
-        for row in group[:-1]:
-            out.append({"repetitions": key[0], "max_tokens": key[1],
-                        "exit_layer": row["exit_layer"], "against": deep["exit_layer"],
-                        "layer_share": round(row["layers_computed"] / deep["layers_computed"],
-                                             4),
-                        "ideal_speedup": round(deep["layers_computed"] / row["layers_computed"],
-                                               3),
-                        "speedup": round(deep["seconds"] / row["seconds"], 3),
-                        "memory_share": (round(row["peak_memory_gb"] / deep["peak_memory_gb"],
-                                               3) if row["peak_memory_gb"] else None)})
-    return out
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -687,8 +220,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace, versions: dict[str, str | None]) -> dict[str, Any]:
-    import torch
-
     from seqrep.model.device import resolve_device
 
     device = resolve_device(args.device)
@@ -714,12 +245,12 @@ def run(args: argparse.Namespace, versions: dict[str, str | None]) -> dict[str, 
         props = torch.cuda.get_device_properties(device)
         env.update({"capability": f"{props.major}.{props.minor}",
                     "multiprocessors": props.multi_processor_count,
-                    "memory_gb": _gb(props.total_memory)})
+                    "memory_gb": gb(props.total_memory)})
     print(f"bench_gpu: {args.config} on {name} ({device}), torch {versions['torch']}, "
           f"transformers {versions['transformers']}", flush=True)
 
     t_start = time.perf_counter()
-    ceiling = matmul_ceiling(args.config, max(args.max_tokens), device, dtype,
+    ceiling = shape_ceiling(args.config, max(args.max_tokens), device, dtype,
                              repeats=10 if cuda else 5)
     measured = ceiling["tflops"]
     print(f"  matmul ceiling (measured, {ceiling['dtype']}): {measured} TFLOP/s; "
@@ -734,17 +265,17 @@ def run(args: argparse.Namespace, versions: dict[str, str | None]) -> dict[str, 
     lora: dict[str, Any] = {"skipped": "--no-train"} if args.no_train else {}
     print(HEADER, flush=True)
     for layers in sorted(args.exit_layers, reverse=True):
-        _reset_memory(device)
+        reset_memory(device)
         t0 = time.perf_counter()
         try:
-            backbone = build_backbone(args.config, layers, device, dtype)
+            backbone = build_backbone(args.config, layers, device, dtype, make_tokenizer())
         except Exception as err:  # noqa: BLE001 - record and go on
             builds.append({"exit_layer": layers, **_error(err)})
             print(f"  L={layers}: build failed: {builds[-1]['error']}", flush=True)
             continue
-        weights = _allocated(device)
+        weights = allocated(device)
         builds.append({"exit_layer": layers, "seconds": round(time.perf_counter() - t0, 2),
-                       "weights_gb": _gb(weights),
+                       "weights_gb": gb(weights),
                        "parameters": sum(p.numel() for p in backbone.model.parameters()),
                        "layers_built": backbone.info.num_layers})
         for r in args.repetitions:
@@ -763,7 +294,7 @@ def run(args: argparse.Namespace, versions: dict[str, str | None]) -> dict[str, 
         if layers == deepest and not args.no_train:
             lora = _lora_step(backbone, args, train_sentences, device, precision)
         del backbone
-    _reset_memory(device)
+    reset_memory(device)
     qlora = _qlora(args, deepest, train_sentences, device, precision, versions)
     result = {
         "kind": "bench_gpu", "env": env,
@@ -783,8 +314,8 @@ def run(args: argparse.Namespace, versions: dict[str, str | None]) -> dict[str, 
         "peak_bf16_tflops": peak,
         "peak_source": "table" if peak else "measured (no table entry)",
         "matmul_ceiling": ceiling, "builds": builds, "rows": rows,
-        "speedups": speedups(rows), "lora": lora, "qlora": qlora,
-        "rss_peak_mb": _rss_peak_mb(),
+        "speedups": exit_speedups(rows), "lora": lora, "qlora": qlora,
+        "rss_peak_mb": rss_peak_mb(),
         "total_seconds": round(time.perf_counter() - t_start, 1),
     }
     return result
@@ -799,7 +330,7 @@ def _lora_step(backbone: Any, args: argparse.Namespace, sentences: list, device:
         labeler = make_labeler(backbone, args.config, 1, layers, "lora", device, precision)
         row = train_step_row(labeler, sentences, device, args.repeats)
         row.update({"base": "bf16" if precision == "bf16" else "fp32",
-                    "lora": _lora_facts(labeler)})
+                    "lora": lora_facts(labeler)})
         del labeler
     except Exception as err:  # noqa: BLE001 - record and go on
         row = _error(err)
@@ -821,10 +352,10 @@ def _qlora(args: argparse.Namespace, layers: int, sentences: list, device: Any,
         try:
             row = qlora_row(args.config, layers, sentences, device, "bf16"
                             if device.type == "cuda" else precision, args.repeats,
-                            args.qlora_method, args.tmp)
+                            args.qlora_method, args.tmp, make_tokenizer())
         except Exception as err:  # noqa: BLE001 - record and go on
             row = _error(err)
-        _reset_memory(device)
+        reset_memory(device)
     _print_step("qlora", row)
     return row
 
@@ -884,8 +415,6 @@ def main(argv: list[str] | None = None) -> int:
     threads = None
     try:
         versions = check_requirements(args.device)
-        import torch
-
         threads = torch.get_num_threads()
         result = run(args, versions)
     except Missing as err:

@@ -3,7 +3,8 @@ encoder, and this machine's matrix-multiply rate; the cut model under each preci
 runtime side by side (PyTorch fp32 and bf16 autocast, ONNX Runtime fp32 and int8).
 
 Each configuration runs in a fresh process, so its peak resident memory is its own.
-FLOPs per sentence are counted analytically: ``2 * tokens * (weights of the Linear layers in
+FLOPs per sentence are counted analytically by :mod:`seqrep.lab.speed` (the primitives
+``scripts/bench_gpu.py`` runs on a GPU too): ``2 * tokens * (weights of the Linear layers in
 the used blocks) + 4 * blocks * tokens^2 * attention width`` (attention scores and their
 weighted sum, computed in full as fused kernels do).
 """
@@ -22,6 +23,7 @@ import torch
 from torch import nn
 
 from seqrep.encode.batch import MAX_TOKENS
+from seqrep.lab.speed import block_linears, flops_per_token, forward_flops, matmul_rate
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class BenchConfig:
 
 PRECISIONS = ("fp32", "bf16", "onnx", "onnx-int8")
 ONNX = {"onnx": None, "onnx-int8": "int8"}  # runtime -> export variant
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
 def _ceiling_precision(precision: str) -> str:
@@ -67,32 +70,17 @@ def _ceiling_precision(precision: str) -> str:
     return "fp32" if precision in ONNX else precision
 
 
-def matmul_gflops(m: int, k: int, n: int, repeats: int = 20, precision: str = "fp32") -> float:
+def matmul_gflops(m: int, k: int, n: int, repeats: int = 20, precision: str = "fp32",
+                  device: torch.device | str = "cpu") -> float:
     """Measured GFLOP/s of ``x @ w.T`` with ``x`` of shape ``(m, k)`` and ``w`` of
     shape ``(n, k)``: the product an ``nn.Linear(k, n)`` runs on ``m`` tokens, in fp32 or
     in bf16 (the operands autocast would hand the kernel)."""
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[precision]
-    x, w = torch.randn(m, k, dtype=dtype), torch.randn(n, k, dtype=dtype)
-    for _ in range(3):
-        torch.nn.functional.linear(x, w)
-    best = float("inf")
-    for _ in range(repeats):  # the fastest product, as for the model's passes
-        start = time.perf_counter()
-        torch.nn.functional.linear(x, w)
-        best = min(best, time.perf_counter() - start)
-    return 2 * m * k * n / best / 1e9
-
-
-def _block_linears(model: nn.Module) -> list[nn.Linear]:
-    """The Linear layers in the model's blocks (embeddings and head excluded)."""
-    from seqrep.model.backbone import layer_stack
-
-    return [m for m in layer_stack(model).modules() if isinstance(m, nn.Linear)]
+    return matmul_rate(m, k, n, device, DTYPES[precision], repeats) / 1e9
 
 
 def linear_shapes(model: nn.Module) -> list[tuple[int, int]]:
     """The distinct ``(in, out)`` shapes of the Linear layers in the model's blocks."""
-    return sorted({(m.in_features, m.out_features) for m in _block_linears(model)})
+    return sorted({(m.in_features, m.out_features) for m in block_linears(model)})
 
 
 def matmul_ceiling(model: str, tokens: int, threads: int | None,
@@ -109,18 +97,6 @@ def matmul_ceiling(model: str, tokens: int, threads: int | None,
     rates = {f"{tokens}x{k}x{n}": float(f"{matmul_gflops(tokens, k, n, repeats, precision):.3g}")
              for k, n in linear_shapes(lab.backbone)}
     return {"gflops": max(rates.values()), "shapes": rates}
-
-
-def flops_per_token(model: nn.Module) -> tuple[int, int, int]:
-    """``(linear weights in the blocks, blocks, attention width)`` for the FLOP count."""
-    from seqrep.model.backbone import layer_stack
-
-    blocks = layer_stack(model)
-    linear = sum(m.weight.numel() for m in _block_linears(model))
-    cfg = model.config
-    width = getattr(cfg, "num_attention_heads", 1) * (
-        getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads)
-    return linear, len(blocks), width
 
 
 def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[list[str]],
@@ -143,8 +119,8 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, max_tokens)]
     lengths = [int(n) for m in masks for n in m.sum(1)]
     waste = 1.0 - sum(lengths) / sum(m.numel() for m in masks)
-    linear, blocks, width = flops_per_token(lab.backbone)
-    flops = sum(2 * t * linear + 4 * blocks * t * t * width for t in lengths)
+    terms = flops_per_token(lab.backbone)
+    blocks, flops = terms[1], forward_flops(lengths, terms)
     if precision in ONNX:
         from seqrep.export.runtime import OnnxLabeler
 
