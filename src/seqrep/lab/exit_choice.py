@@ -1,7 +1,7 @@
 """``--exit-layer auto`` against the grid: does the layer the frozen-probe sweep picks match
 the best fine-tuned exit layer of the same setting?
 
-Rows are those of :func:`seqrep.lab.report.group`; an auto row (``auto_exit``) is compared
+Rows are those of :func:`seqrep.lab.stats.group`; an auto row (``auto_exit``) is compared
 with every fixed-layer row that differs from it only in the exit layer.
 """
 

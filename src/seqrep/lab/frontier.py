@@ -30,7 +30,7 @@ def _speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
 
 
 def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Fine-tuned settings (rows of :func:`seqrep.lab.report.group`) with a measured speed:
+    """Fine-tuned settings (rows of :func:`seqrep.lab.stats.group`) with a measured speed:
     ``dataset, model, finetune, r, unmask, exit_layer, f1, f1_std, seeds,
     sentences_per_second, pareto``, fastest first within each budget; of a learning-rate
     sweep, the rate best on validation (``swept``: how many rates it was chosen from)."""

@@ -1,0 +1,83 @@
+"""Markdown tables of the statistics in :mod:`seqrep.lab.stats`."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from seqrep.lab.cells import budget, layer_cell, lr_cell
+
+
+def paired_markdown(rows: list[dict[str, Any]], against: str = "causal") -> str:
+    """The rows of :func:`paired` as one Markdown table."""
+    title, base = {
+        "causal": ("Against the causal baseline", "r=0 without unmasking (same model, dataset, "
+                   "exit layer and budget)"),
+        "depth": ("Against the deepest exit layer", "the same setting at the deepest exit "
+                  "layer that ran (same model, dataset, r, unmasking and budget)")}[against]
+    out = [f"### {title}, paired by seed", "",
+           f"Test F1 of each setting minus that of {base} in the same seed: mean ± sample "
+           "standard deviation of the differences, their 95 % confidence interval "
+           "(Student t), and in how many seeds the setting scored higher.", "",
+           "| dataset | model | r | unmask | exit layer | against | difference | 95% CI "
+           "| higher in |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        b = r["baseline"]
+        vs = f"L={b['exit_layer']}" if against == "depth" else f"r={b['r']}"
+        out.append(f"| {r['dataset']} | {r['model']} | {r['r']} | {r['unmask']} | "
+                   f"{layer_cell(r)} | {vs} | {_fmt(r['diff'], sign=True)} | "
+                   f"{_ci(r['diff'])} | {r['wins']} of {len(r['seeds'])} |")
+    return "\n".join(out) + "\n"
+
+
+def _fmt(s: dict[str, Any], digits: int = 2, sign: bool = False) -> str:
+    if s["mean"] is None:
+        return "-"
+    mean = f"{s['mean']:{'+' if sign else ''}.{digits}f}"
+    return mean if s["std"] is None else f"{mean} ± {s['std']:.{digits}f}"
+
+
+def _ci(s: dict[str, Any]) -> str:
+    if s["ci95"] is None:
+        return "-"
+    return f"[{s['mean'] - s['ci95']:.2f}, {s['mean'] + s['ci95']:.2f}]"
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """Markdown tables per dataset, then the best setting per model, dataset and budget
+    (training and test sentences), chosen on validation F1, never on test."""
+    out = ["Test micro-F1 (%, seqeval strict IOB2): mean ± sample standard deviation over "
+           "seeds, and the 95 % confidence interval of the mean (Student t).", ""]
+    by_ds: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_ds[r["dataset"]].append(r)
+    for ds, rs in sorted(by_ds.items()):
+        out += [f"### {ds}", "",
+                "| model | mode | lr | r | unmask | exit layer | train / test sents | test F1 "
+                "| 95% CI | val F1 | seeds | train s |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in rs:
+            out.append(f"| {r['model']} | {r['finetune']} | {lr_cell(r)} | {r['r']} | "
+                       f"{r['unmask']} | {layer_cell(r)} | {r['train_sentences'] or '-'} / "
+                       f"{r['test_sentences'] or '-'} | "
+                       f"{_fmt(r['test_f1'])} | {_ci(r['test_f1'])} | {_fmt(r['val_f1'])} | "
+                       f"{len(r['seeds'])} | {_fmt(r['train_seconds'], 0)} |")
+        out.append("")
+    out += ["### Best setting per model, dataset and budget (chosen on validation F1)", "",
+            "| dataset | train / test sents | model | mode | lr | r | unmask | exit layer "
+            "| val F1 | test F1 |", "|---|---|---|---|---|---|---|---|---|---|"]
+    best: dict[tuple, dict[str, Any]] = {}
+
+    def val(r: dict[str, Any]) -> float:
+        return r["val_f1"]["mean"] if r["val_f1"]["mean"] is not None else -1.0
+
+    for r in rows:
+        k = (*budget(r), r["model"], r["finetune"] == "probe")
+        if r["test_f1"]["mean"] is not None and (k not in best or val(r) > val(best[k])):
+            best[k] = r
+    for (ds, n_train, n_test, model, _), r in sorted(best.items()):
+        out.append(f"| {ds} | {n_train or '-'} / {n_test or '-'} | {model} | {r['finetune']} | "
+                   f"{lr_cell(r)} | {r['r']} | {r['unmask']} | {layer_cell(r)} | "
+                   f"{_fmt(r['val_f1'])} | {_fmt(r['test_f1'])} |")
+    return "\n".join(out) + "\n"
