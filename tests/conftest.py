@@ -4,6 +4,7 @@ and saved as ordinary model folders, so tests exercise the real loading path in 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,9 @@ from support import make_tiny
 os.environ["SEQREP_CPU_BF16"] = "0"
 # subprocesses (python -m seqrep ...) run torch on one thread too, as this process does below
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# no test reads the network: a name that is no local folder fails at once instead of after
+# huggingface_hub's retries (23 s of back-off per name on a machine without internet)
+os.environ["HF_HUB_OFFLINE"] = "1"
 
 
 @pytest.fixture(scope="session")
@@ -41,9 +45,12 @@ def shared_data() -> Path:
     return root
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _torch_threads() -> None:
+@pytest.fixture(autouse=True)
+def _torch_threads() -> Iterator[None]:
     # one thread: the tiny models' operations are too small to split, and a second thread
     # waiting at every operation's barrier costs far more than it gives whenever the CPU is
-    # shared (3 labeler tests: 57 s with 1 thread, 286 s with 2, on a loaded 2-core machine)
+    # shared (3 labeler tests: 57 s with 1 thread, 286 s with 2, on a loaded 2-core machine);
+    # set again after each test, since a command run in-process (train, serve) sets its own
+    torch.set_num_threads(1)
+    yield
     torch.set_num_threads(1)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from inprocess import seqrep as _main
 from support import write_corpus
 from typer.testing import CliRunner
 
@@ -25,7 +26,8 @@ def run_dir(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
     result = runner.invoke(app, ["train", "--model", tiny("llama"), "--dataset", str(train),
                                  "--test-split", str(test), "-r", "1", "--finetune", "full",
                                  "--epochs", "3", "--lr", "3e-3", "--head-lr", "1e-2",
-                                 "--batch-size", "8", "--output", str(out), "--quiet", "--json"])
+                                 "--batch-size", "8", "--threads", "1", "--output", str(out),
+                                 "--quiet", "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["status"] == "finished" and "test_f1" in summary
@@ -136,9 +138,16 @@ def test_predict_conll_words_and_stdin(run_dir: Path) -> None:
     assert [json.loads(x)["text"] for x in stdin.stdout.splitlines()] == ["Peter left Madrid.", ""]
 
 
-def _main(*args: str) -> subprocess.CompletedProcess:
-    code = "from seqrep.cli.app import main; main()"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+def test_console_script_smoke(tmp_path: Path) -> None:
+    """The one real process of the CLI's error tests (the others call the same entry point,
+    seqrep.cli.app:main, in-process): the installed console script (``python -m seqrep``
+    where it is not installed) exits 2 with one line for a user error."""
+    script = Path(sys.executable).with_name("seqrep")
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "seqrep"]
+    bad = subprocess.run([*cmd, "score", str(tmp_path / "none.txt")], capture_output=True,
+                         text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stdout == "", bad.stderr
+    assert bad.stderr.startswith("error: ") and bad.stderr.count("\n") == 1, bad.stderr
 
 
 def test_user_errors_are_one_line_exit_2(run_dir: Path, tmp_path: Path) -> None:
