@@ -80,7 +80,7 @@ def test_train_shows_scores_as_percentages(tiny, tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ["train", "--model", tiny("llama"), "--dataset", str(train), "--test-split",
             str(test), "--epochs", "2", "--batch-size", "8", "--lr", "3e-3", "--head-lr",
-            "1e-2", "--output", str(out)]
+            "1e-2", "--threads", "1", "--output", str(out)]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     metrics = json.loads((out / "metrics.json").read_text())
