@@ -3,7 +3,7 @@
 >>> import spacy
 >>> import seqrep.serve.spacy_component  # registers the "seqrep" factory (or via entry point)
 >>> nlp = spacy.blank("en")
->>> nlp.add_pipe("seqrep", config={"model": "runs/conll"})  # doctest: +SKIP
+>>> nlp.add_pipe("seqrep", config={"model": "runs/demo"})  # doctest: +SKIP
 >>> doc = nlp("Angela Merkel met Emmanuel Macron in Berlin.")  # doctest: +SKIP
 >>> [(e.text, e.label_, e._.seqrep_score) for e in doc.ents]  # doctest: +SKIP
 
