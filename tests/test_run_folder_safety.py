@@ -290,3 +290,27 @@ def test_weights_are_shared_like_the_rest_of_the_run(labeler_dir: Path, lora_dir
     for path, mode in modes.items():
         expected = (0o777 if Path(path).is_dir() else 0o666) & ~umask
         assert mode == expected, (path, oct(mode))
+
+
+@pytest.mark.parametrize("name", ["state.json", "run.json"])
+def test_a_resume_file_linked_to_dev_zero_is_one_line(tmp_path: Path, name: str) -> None:
+    """A checkpoint or run.json that is a link to an endless device is refused, not read
+    until memory runs out."""
+    import torch
+
+    from seqrep.config import LabelerConfig, TrainConfig
+    from seqrep.errors import SeqrepError
+    from seqrep.train.checkpoint import load_checkpoint
+    from seqrep.train.run import resumed_config
+
+    run = tmp_path / "run"
+    (run / "checkpoint").mkdir(parents=True)
+    if name == "state.json":
+        (run / "checkpoint" / name).symlink_to("/dev/zero")
+        model = torch.nn.Linear(2, 2)
+        with pytest.raises(SeqrepError, match="state.json"):
+            load_checkpoint(run / "checkpoint", model, torch.optim.AdamW(model.parameters()))
+    else:
+        (run / name).symlink_to("/dev/zero")
+        with pytest.raises(SeqrepError, match="run.json"):
+            resumed_config(run, LabelerConfig(), TrainConfig())

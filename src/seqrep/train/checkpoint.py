@@ -18,6 +18,9 @@ from seqrep.errors import SeqrepError
 from seqrep.fileio import atomic_dir, write_json
 from seqrep.train.state import TrainState
 
+# state.json holds the progress and the parameter groups' names: kilobytes, never gigabytes
+MAX_STATE_BYTES = 1 << 24
+
 
 def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The parameters that train, by name (detached, contiguous, on CPU)."""
@@ -87,13 +90,19 @@ def load_checkpoint(path: Path, model: torch.nn.Module, optimizer: torch.optim.O
     if not (path / "state.json").exists():
         raise SeqrepError(f"{path}: no checkpoint to resume from")
     try:
-        saved = json.loads((path / "state.json").read_text(encoding="utf-8"))
+        if not (path / "state.json").is_file():
+            raise ValueError("not a regular file")
+        with open(path / "state.json", "rb") as f:
+            raw = f.read(MAX_STATE_BYTES + 1)
+        if len(raw) > MAX_STATE_BYTES:
+            raise ValueError(f"larger than {MAX_STATE_BYTES} bytes")
+        saved = json.loads(raw.decode("utf-8"))
         state = TrainState.from_dict(saved.get("state", saved.get("progress")))
         groups = saved["param_groups"]
         if len(groups) != len(optimizer.param_groups):
             raise ValueError(f"{len(groups)} parameter groups, the model has "
                              f"{len(optimizer.param_groups)}")
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as err:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as err:
         raise _corrupt(path / "state.json", f"not a valid training state ({err})") from None
     try:
         _restore(path, model, optimizer, groups, rank)

@@ -71,6 +71,8 @@ def read_run_json(output: Path) -> dict[str, Any]:
     objects that build valid configs), or one line saying why it is not a seqrep run."""
     path = output / "run.json"
     try:
+        if not path.is_file():  # a pipe would block, a device never end
+            raise ValueError("not a regular file")
         with open(path, "rb") as f:
             raw = f.read(MAX_RUN_JSON + 1)
         if len(raw) > MAX_RUN_JSON:
