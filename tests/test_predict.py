@@ -4,12 +4,11 @@ input and usage errors (issues 10 and 11)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from inprocess import seqrep
 
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.data.tags import strict_spans
@@ -78,39 +77,33 @@ def test_plain_tags_are_token_tagging(tiny, tmp_path: Path) -> None:
     assert all(s["label"] in saved["labels"] for s in record["spans"])
 
 
-def _seqrep(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "seqrep", *args], input=stdin,
-                          capture_output=True, timeout=120)
-
-
 @pytest.mark.parametrize("args", [["trian"], ["train"], ["train", "--epochs", "x", "-o", "x"],
                                   ["train", "--bogus"], ["evaluate"], ["predict"]])
 def test_usage_errors_are_a_usage_line_and_exit_2(args: list[str]) -> None:
-    proc = _seqrep(*args)
-    err = proc.stderr.decode()
+    proc = seqrep(*args)
+    err = proc.stderr
     assert proc.returncode == 2, err
     assert "Traceback" not in err and "Usage:" in err and "Error" in err
     assert len(err.strip().splitlines()) <= 6
 
 
 def test_bare_seqrep_prints_the_help() -> None:
-    proc = _seqrep()
+    proc = seqrep()
     assert proc.returncode == 0
-    assert "Commands" in (proc.stdout + proc.stderr).decode()
+    assert "Commands" in proc.stdout + proc.stderr
 
 
 def test_invalid_utf8_input_is_one_line(tiny, tmp_path: Path) -> None:
     lab = SequenceLabeler.from_model(tiny("llama"), labels=["O", "B-PER", "I-PER"],
                                      finetune="frozen")
     folder = str(lab.save_pretrained(tmp_path / "lab"))
-    for proc in (_seqrep("predict", folder, "-", stdin=b"ok line\n\xff\xfe bad\n"),
-                 subprocess.run([sys.executable, "-m", "seqrep", "predict", folder,
-                                 b"caf\xe9".decode("utf-8", "surrogateescape")],
-                                capture_output=True, timeout=120)):
-        err = proc.stderr.decode()
+    # an argument as Python hands undecodable argv bytes to the program (surrogateescape)
+    for proc in (seqrep("predict", folder, "-", input=b"ok line\n\xff\xfe bad\n"),
+                 seqrep("predict", folder, b"caf\xe9".decode("utf-8", "surrogateescape"))):
+        err = proc.stderr
         assert proc.returncode == 2 and "UTF-8" in err and "Traceback" not in err, err
     text = "one\u2028still one\x85and one\nline two\n"
-    proc = _seqrep("predict", folder, "-", stdin=text.encode())
-    assert proc.returncode == 0, proc.stderr.decode()
-    lines = proc.stdout.decode().split("\n")[:-1]  # JSON lines end at \n only
+    proc = seqrep("predict", folder, "-", input=text.encode())
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.split("\n")[:-1]  # JSON lines end at \n only
     assert [json.loads(x)["text"] for x in lines] == ["one\u2028still one\x85and one", "line two"]
