@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from inprocess import Ran, seqrep
 from typer.testing import CliRunner
 
 from seqrep.cli.app import app
@@ -66,10 +64,9 @@ def test_real_named_datasets(seqrep_data: Path) -> None:
     assert stats_json("rest14", "--split", "validation")["sentences"] == 304
 
 
-def run_main(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from seqrep.cli.app import main; main()",
-                           *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **(env or {})})
+def run_main(*args: str, env: dict[str, str] | None = None) -> Ran:
+    """The console script's entry point, in-process (tests/inprocess.py)."""
+    return seqrep(*args, env=env)
 
 
 @pytest.mark.parametrize("make, expected", [
