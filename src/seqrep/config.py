@@ -117,6 +117,17 @@ class LabelerConfig(_Config):
     max_subtokens: int = _f(256, "subtokens per copy, at most what the model's positions "
                                  "hold for k copies (a labeler cuts it to that and records "
                                  "it); longer sentences are cut into overlapping windows")
+    context: str = _f("sentence", "what a model row holds: sentence (each sentence alone) "
+                                  "or document (consecutive sentences of one document, in "
+                                  "windows of --context-tokens; each word is read from the "
+                                  "window where it has the most context; sentences without "
+                                  "a document id stay alone)")
+    context_tokens: int = _f(256, "with context=document: subtokens per copy of a document "
+                                  "window (cut to what the model's positions hold for k "
+                                  "copies); a longer sentence is windowed")
+    context_separator: str = _f("\n", "with context=document: put before each sentence of a "
+                                       "window but the document's first: none, bos, or a "
+                                       "literal string")
     dropout: float = _f(0.1, "dropout before the linear head")
     padding_side: str = _f("right", "pad after (right) or before (left) the repeated sequence")
     finetune: str = _f("full", "full (all backbone weights; the CPU default), lora (adapters on "
@@ -161,6 +172,10 @@ class LabelerConfig(_Config):
         _choice("dtype", self.dtype, ("float32", "bfloat16", "float16"))
         _choice("decoding", self.decoding, ("greedy", "constrained"))
         _choice("attn_implementation", self.attn_implementation, ATTENTION)
+        _choice("context", self.context, ("sentence", "document"))
+        if not 1 <= self.context_tokens <= LIMITS["max_subtokens"][1]:
+            raise ConfigError(f"context_tokens={self.context_tokens}; expected 1 to "
+                              f"{LIMITS['max_subtokens'][1]}")
         for name in ("dropout", "lora_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"{name}={getattr(self, name)}; expected 0 <= {name} < 1")

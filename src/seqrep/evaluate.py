@@ -227,11 +227,13 @@ def evaluate(labeler: SequenceLabeler, sentences: Sequence[Sentence], decoding: 
 
     start = time.perf_counter()
     words = [s.words for s in sentences]
+    docs = ([s.doc_id for s in sentences] if getattr(labeler.config, "context", "sentence")
+            == "document" else None)
     chunk = max(batch_size * 8, 256) if progress else max(len(words), 1)
     pred: list[list[str]] = []
-    for i in range(0, len(words), chunk):
-        pred += [tags for tags, _ in predict_tags(labeler, words[i : i + chunk], decoding,
-                                                  batch_size)]
+    for i, j in _chunks(len(words), chunk, docs):
+        pred += [tags for tags, _ in predict_tags(labeler, words[i:j], decoding, batch_size,
+                                                  None if docs is None else docs[i:j])]
         if progress:
             progress(len(pred))
     seconds = time.perf_counter() - start
@@ -240,3 +242,21 @@ def evaluate(labeler: SequenceLabeler, sentences: Sequence[Sentence], decoding: 
     result = score([s.tags for s in sentences], pred, labeler.config.task)
     result.update(sentences=len(sentences), seconds=round(seconds, 3))
     return result
+
+
+def _chunks(n: int, size: int, docs: Sequence[Any] | None) -> list[tuple[int, int]]:
+    """``(start, end)`` runs of about ``size`` sentences; with ``docs`` a run ends only where
+    a document does, so document context sees whole documents whatever the chunking."""
+    from seqrep.encode.document import documents
+
+    groups = documents(docs) if docs is not None else [[i] for i in range(n)]
+    out: list[tuple[int, int]] = []
+    start = 0
+    for group in groups:
+        end = group[-1] + 1
+        if end - start >= size:
+            out.append((start, end))
+            start = end
+    if start < n:
+        out.append((start, n))
+    return out

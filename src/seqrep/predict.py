@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 
 def predict_tags(labeler: SequenceLabeler, sentences: Sequence[Sequence[str]],
-                 decoding: str | None = None, batch_size: int = 32
-                 ) -> list[tuple[list[str], list[float]]]:
+                 decoding: str | None = None, batch_size: int = 32,
+                 docs: Sequence[Any] | None = None) -> list[tuple[list[str], list[float]]]:
     """Tags and per-word probabilities for each word list.
 
     Args:
@@ -27,8 +27,10 @@ def predict_tags(labeler: SequenceLabeler, sentences: Sequence[Sequence[str]],
         sentences: lists of words (an empty list gives an empty result).
         decoding: ``greedy`` or ``constrained``; default: the labeler's own setting.
         batch_size: sentences per forward pass.
+        docs: each sentence's document id (read with ``context="document"``).
     """
-    logits = labeler.word_logits(sentences, batch_size) if sentences else []
+    kw = {} if docs is None else {"docs": docs}
+    logits = labeler.word_logits(sentences, batch_size, **kw) if sentences else []
     return decode_logits(labeler, sentences, logits, decoding)
 
 

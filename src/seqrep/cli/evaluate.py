@@ -95,6 +95,12 @@ def evaluate_command(values: dict[str, Any]) -> None:
     gold = check_labels([s for s in corpus.sentences if len(s)][:limit], labeler.config.labels,
                         corpus.name or dataset, parse_label_map(values["label_map"]),
                         labeler.config.task)
+    if getattr(labeler.config, "context", "sentence") == "document":
+        from seqrep.encode.document import missing_documents_notice
+
+        notice = missing_documents_notice({corpus.name or dataset: gold})
+        if notice:
+            typer.echo(notice, err=True)
     pred: list[list[str]] = []
     from accelerate import PartialState
 
@@ -108,7 +114,8 @@ def evaluate_command(values: dict[str, Any]) -> None:
         from seqrep.train.loop import sharded_logits
 
         start = time.perf_counter()
-        logits = sharded_logits(labeler, [s.words for s in gold], values["batch_size"], state)
+        logits = sharded_logits(labeler, [s.words for s in gold], values["batch_size"], state,
+                                [s.doc_id for s in gold])
         result = evaluate_logits(labeler, gold, logits, values["decoding"], pred)
         result["seconds"] = round(time.perf_counter() - start, 3)
         if not state.is_main_process:

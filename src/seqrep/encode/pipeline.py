@@ -5,6 +5,10 @@
     words --WordTokenizer--> subtoken ids --encode_sentence--> segments (k copies, windows)
           --length_batches--> index lists --collate--> Batch (B, T) (+ label ids)
 
+With ``context="document"`` and the sentences' document ids given, the rows of a document
+come from :func:`~seqrep.encode.document.encode_document` instead (several sentences per row);
+everything after the rows is the same.
+
 Training, evaluation, prediction, probes and the benchmark all call :meth:`Encoder.items`,
 :meth:`Encoder.plan` and :meth:`Encoder.collate` (or :meth:`Encoder.batches`, the three in a
 row), so their batches cannot drift apart.
@@ -21,6 +25,7 @@ import torch
 
 from seqrep.encode.align import WordTokenizer, label_ids
 from seqrep.encode.batch import MAX_TOKENS, Batch, collate, length_batches
+from seqrep.encode.document import documents, encode_document
 from seqrep.encode.repeat import RepeatSpec, Segment, encode_sentence
 from seqrep.errors import ConfigError
 
@@ -30,11 +35,28 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Item:
-    """One model row of one sentence: its segment and, when training, the words' label ids."""
+    """One model row: its segment and, when training, the label ids of the words it reads.
+
+    ``sentence`` is the (first) sentence the row reads words of; ``places`` gives the
+    ``(sentence, word)`` of each read word when the row holds several sentences (document
+    context), and is None when every read word is ``(sentence, segment.words[j])``.
+    """
 
     sentence: int
     segment: Segment
     labels: tuple[int, ...] | None = None
+    places: tuple[tuple[int, int], ...] | None = None
+
+    def targets(self) -> tuple[tuple[int, int], ...]:
+        """``(sentence, word)`` of each word the row reads, in read order."""
+        if self.places is not None:
+            return self.places
+        return tuple((self.sentence, w) for w in self.segment.words)
+
+    @property
+    def starts(self) -> int:
+        """Sentences whose first word this row reads (counts sentences trained on)."""
+        return sum(w == 0 for _, w in self.targets())
 
 
 def repeat_spec(tokenizer: Any, words: WordTokenizer, config: LabelerConfig) -> RepeatSpec:
@@ -45,16 +67,22 @@ def repeat_spec(tokenizer: Any, words: WordTokenizer, config: LabelerConfig) -> 
     elif (config.bos == "yes" and tokenizer.bos_token_id is not None
           and tokenizer.bos_token_id not in prefix):
         prefix = [tokenizer.bos_token_id] + prefix
-    if config.separator == "none":
-        sep: list[int] = []
-    elif config.separator == "bos":
-        if tokenizer.bos_token_id is None:
-            raise ConfigError(f"separator='bos' but {config.model} has no BOS token")
-        sep = [tokenizer.bos_token_id]
-    else:
-        sep = tokenizer(config.separator, add_special_tokens=False)["input_ids"]
+    sep = separator_ids(tokenizer, config.separator, config)
     return RepeatSpec(config.repetitions, tuple(prefix), tuple(suffix), tuple(sep),
                       config.subtoken, config.read, config.max_subtokens)
+
+
+def separator_ids(tokenizer: Any, value: str, config: LabelerConfig,
+                  name: str = "separator") -> list[int]:
+    """The ids of a separator setting: ``none`` (no ids), ``bos`` or a literal string (its
+    ids without special tokens; a string the tokenizer reads as nothing gives none)."""
+    if value == "none":
+        return []
+    if value == "bos":
+        if tokenizer.bos_token_id is None:
+            raise ConfigError(f"{name}='bos' but {config.model} has no BOS token")
+        return [tokenizer.bos_token_id]
+    return list(tokenizer(value, add_special_tokens=False)["input_ids"])
 
 
 def fit_positions(config: LabelerConfig, spec: RepeatSpec, max_positions: int | None
@@ -74,7 +102,12 @@ def fit_positions(config: LabelerConfig, spec: RepeatSpec, max_positions: int | 
         raise ConfigError(f"repetitions={config.repetitions}: {spec.copies} copies of even 8 "
                           f"subtokens do not fit the {max_positions} positions of "
                           f"{config.model}; use a smaller r")
-    return config if config.max_subtokens <= room else config.replace(max_subtokens=room)
+    changes: dict[str, int] = {}
+    if config.max_subtokens > room:
+        changes["max_subtokens"] = room
+    if config.context == "document" and config.context_tokens > room:
+        changes["context_tokens"] = room
+    return config.replace(**changes) if changes else config
 
 
 class Encoder:
@@ -97,6 +130,10 @@ class Encoder:
         self.pad_id = pad_id
         self.padding_side = config.padding_side
         self.label2id = {t: i for i, t in enumerate(config.labels)}
+        self.context = config.context
+        self.context_tokens = config.context_tokens
+        self.context_separator = tuple(separator_ids(tokenizer, config.context_separator,
+                                                     config, "context_separator"))
         self._lock = threading.Lock()
 
     def segments(self, words: Sequence[str]) -> list[Segment]:
@@ -106,13 +143,45 @@ class Encoder:
         return encode_sentence(ids, self.spec, leads=leads)
 
     def items(self, sentences: Sequence[Sequence[str]],
-              tags: Sequence[Sequence[str]] | None = None) -> list[Item]:
-        """Every row of every sentence, with the label ids of the words it owns if ``tags``."""
+              tags: Sequence[Sequence[str]] | None = None,
+              docs: Sequence[Any] | None = None) -> list[Item]:
+        """Every row of every sentence, with the label ids of the words it reads if ``tags``.
+
+        ``docs`` (one document id per sentence, None for none) matters with document
+        context only: runs of consecutive sentences of one document share rows (see
+        :mod:`seqrep.encode.document`); without it every sentence is its own document.
+        """
+        if self.context == "document" and docs is not None:
+            return self._document_items(sentences, tags, docs)
         out = []
         for i, words in enumerate(sentences):
             ids = label_ids(tags[i], self.label2id) if tags is not None else None
             out += [Item(i, seg, None if ids is None else tuple(ids[w] for w in seg.words))
                     for seg in self.segments(words)]
+        return out
+
+    def _document_items(self, sentences: Sequence[Sequence[str]],
+                        tags: Sequence[Sequence[str]] | None, docs: Sequence[Any]
+                        ) -> list[Item]:
+        if len(docs) != len(sentences):
+            raise ValueError(f"{len(docs)} document ids for {len(sentences)} sentences")
+        out = []
+        for group in documents(docs):
+            if len(group) == 1:  # nothing around it: exactly the sentence-level rows
+                i = group[0]
+                ids = label_ids(tags[i], self.label2id) if tags is not None else None
+                out += [Item(i, seg, None if ids is None else tuple(ids[w] for w in seg.words))
+                        for seg in self.segments(sentences[i])]
+                continue
+            with self._lock:
+                ids = [self.words(sentences[i]) for i in group]
+                leads = [self.words.leads(sentences[i]) for i in group]
+            gold = None if tags is None else [label_ids(tags[i], self.label2id) for i in group]
+            for seg, places in encode_document(ids, self.spec, self.context_tokens,
+                                               self.context_separator, leads):
+                where = tuple((group[s], w) for s, w in places)
+                labels = None if gold is None else tuple(gold[s][w] for s, w in places)
+                out.append(Item(where[0][0], seg, labels, where))
         return out
 
     def plan(self, items: Sequence[Item], batch_size: int, max_tokens: int | None = None,
@@ -129,9 +198,10 @@ class Encoder:
                        None if any(x is None for x in labels) else labels)
 
     def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                max_tokens: int | None = None) -> Iterator[tuple[Batch, list[Item]]]:
+                max_tokens: int | None = None, docs: Sequence[Any] | None = None
+                ) -> Iterator[tuple[Batch, list[Item]]]:
         """Inference batches over all rows of ``sentences``, with the items of each."""
-        items = self.items(sentences)
+        items = self.items(sentences, docs=docs)
         for idx in self.plan(items, batch_size, max_tokens):
             members = [items[j] for j in idx]
             yield self.collate(members), members
@@ -150,12 +220,19 @@ def per_sentence(sentences: Sequence[Sequence[str]],
     for rows, items in outputs:
         k = 0
         for it in items:
-            words = it.segment.words
-            if out[it.sentence] is None:
-                out[it.sentence] = rows.new_zeros((len(sentences[it.sentence]),)
-                                                  + rows.shape[1:])
-            out[it.sentence][list(words)] = rows[k : k + len(words)]
-            k += len(words)
+            if it.places is None:  # one sentence's words: one slice
+                words = it.segment.words
+                if out[it.sentence] is None:
+                    out[it.sentence] = rows.new_zeros((len(sentences[it.sentence]),)
+                                                      + rows.shape[1:])
+                out[it.sentence][list(words)] = rows[k : k + len(words)]
+                k += len(words)
+                continue
+            for s, w in it.places:
+                if out[s] is None:
+                    out[s] = rows.new_zeros((len(sentences[s]),) + rows.shape[1:])
+                out[s][w] = rows[k]
+                k += 1
     shape = next((o.shape[1:] for o in out if o is not None), ())
     return [o if o is not None else torch.zeros((0, *shape)) for o in out]
 
@@ -181,11 +258,13 @@ class EncodesSentences:
         return self.encoder.segments(sentence)
 
     def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                max_tokens: int | None = MAX_TOKENS) -> Iterator[tuple[Batch, list[Item]]]:
+                max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                ) -> Iterator[tuple[Batch, list[Item]]]:
         """Length-sorted batches over all segments of ``sentences``: at most ``batch_size``
         rows and ``max_tokens`` padded tokens each, so little compute goes to padding.
+        ``docs``: document ids per sentence (document context, see :meth:`Encoder.items`).
 
         Yields:
             ``(batch, items)``: the items (sentence index, segment) in row order.
         """
-        return self.encoder.batches(sentences, batch_size, max_tokens)
+        return self.encoder.batches(sentences, batch_size, max_tokens, docs)

@@ -206,16 +206,18 @@ class OnnxLabeler(EncodesSentences):
 
     def map_words(self, sentences: Sequence[Sequence[str]],
                   fn: Callable[[Batch], torch.Tensor], batch_size: int = 32,
-                  max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
+                  max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                  ) -> list[torch.Tensor]:
         """Run ``fn`` (a batch -> ``(W, ...)`` rows) over ``sentences`` and reassemble one
         ``(words, ...)`` tensor per sentence, in input order (as SequenceLabeler does)."""
         return per_sentence(sentences, ((fn(batch), items) for batch, items in
-                                        self.batches(sentences, batch_size, max_tokens)))
+                                        self.batches(sentences, batch_size, max_tokens, docs)))
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
+                    max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                    ) -> list[torch.Tensor]:
         """One ``(words, num_labels)`` tensor of logits per sentence."""
-        return self.map_words(sentences, self, batch_size, max_tokens)
+        return self.map_words(sentences, self, batch_size, max_tokens, docs)
 
     def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
                     max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:

@@ -195,9 +195,12 @@ class SequenceLabeler(EncodesSentences, nn.Module):
     @torch.no_grad()
     def map_words(self, sentences: Sequence[Sequence[str]],
                   fn: Callable[[Batch], torch.Tensor], batch_size: int = 32,
-                  max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
+                  max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                  ) -> list[torch.Tensor]:
         """Run ``fn`` (a batch -> ``(W, ...)`` per-word rows) over ``sentences`` in inference
         mode and reassemble one ``(words, ...)`` tensor per sentence, in input order.
+        ``docs``: each sentence's document id, read with ``context="document"`` (see
+        :meth:`~seqrep.encode.pipeline.Encoder.items`).
 
         Dropout is off inside (the module's own training flag is left as it is, so a pass
         from another thread never flips it).
@@ -205,22 +208,25 @@ class SequenceLabeler(EncodesSentences, nn.Module):
         with _inference(self):
             return per_sentence(sentences, (
                 (fn(batch.to(self.device)).cpu(), items)  # decoders read CPU tensors
-                for batch, items in self.batches(sentences, batch_size, max_tokens)))
+                for batch, items in self.batches(sentences, batch_size, max_tokens, docs)))
 
     def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
+                    max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                    ) -> list[torch.Tensor]:
         """One ``(words, H)`` tensor of exit-layer states per sentence."""
         return self.map_words(sentences, lambda b: self.pool(self.hidden(b)[0], b).float(),
-                                  batch_size, max_tokens)
+                                  batch_size, max_tokens, docs)
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
-        """One ``(words, num_labels)`` tensor of logits per sentence."""
-        return self.map_words(sentences, self.forward, batch_size, max_tokens)
+                    max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                    ) -> list[torch.Tensor]:
+        """One ``(words, num_labels)`` tensor of logits per sentence (``docs``: see
+        :meth:`map_words`)."""
+        return self.map_words(sentences, self.forward, batch_size, max_tokens, docs)
 
     def layer_states(self, sentences: Sequence[Sequence[str]], layers: Sequence[int],
-                     batch_size: int = 32, max_tokens: int | None = MAX_TOKENS
-                     ) -> list[torch.Tensor]:
+                     batch_size: int = 32, max_tokens: int | None = MAX_TOKENS,
+                     docs: Sequence[Any] | None = None) -> list[torch.Tensor]:
         """Probe mode: word states of several layers from one forward pass.
 
         Args:
@@ -239,7 +245,7 @@ class SequenceLabeler(EncodesSentences, nn.Module):
             states = [last if x == n else norm(captured[x]) for x in layers]
             return torch.stack([self.pool(h, batch) for h in states], dim=1).float()
 
-        return self.map_words(sentences, fn, batch_size, max_tokens)
+        return self.map_words(sentences, fn, batch_size, max_tokens, docs)
 
 
 @contextlib.contextmanager

@@ -61,7 +61,8 @@ class Trainer:
         self.model = self.accelerator.prepare_model(self.labeler, device_placement=False)
         self.encoder = self.labeler.encoder
         self.items = self.encoder.items([s.words for s in data.train],
-                                        [s.tags for s in data.train])
+                                        [s.tags for s in data.train],
+                                        [s.doc_id for s in data.train])
         # each epoch's own shuffled plan: with --batch-tokens its batch count varies by epoch
         self.epoch_sizes = [len(self.epoch_batches(e)) for e in range(tcfg.epochs)]
         per_step = tcfg.grad_accum * self.world
@@ -130,7 +131,7 @@ class Trainer:
         s.loss_sum += float(loss_sum) / words
         s.loss_n += 1
         s.tokens += sum(len(items[i].segment) for b in group for i in b)
-        s.sentences += sum(0 in items[i].segment.words for b in group for i in b)
+        s.sentences += sum(items[i].starts for b in group for i in b)
 
     def _step(self) -> None:
         if self.cfg.max_grad_norm:
@@ -167,7 +168,8 @@ class Trainer:
     def eval_logits(self, sentences: list[Sentence]) -> list[torch.Tensor]:
         """Logits of ``sentences`` (CPU), computed in shards over the processes."""
         return sharded_logits(self.labeler, [s.words for s in sentences],
-                              self.cfg.eval_batch_size, self.accelerator)
+                              self.cfg.eval_batch_size, self.accelerator,
+                              [s.doc_id for s in sentences])
 
     def evaluate_and_select(self) -> dict[str, Any]:
         """Score the validation split, log it, and save the model if it is the best so far.
@@ -261,18 +263,38 @@ def _fields(placement: Placement) -> tuple:
 
 
 def sharded_logits(labeler: SequenceLabeler, words: list, batch_size: int,
-                   accelerator: object | None = None) -> list[torch.Tensor]:
-    """``labeler.word_logits(words)``, each process computing every N-th sentence, gathered
-    back in input order on every process (no sentence lost or counted twice)."""
+                   accelerator: object | None = None, docs: list | None = None
+                   ) -> list[torch.Tensor]:
+    """``labeler.word_logits(words, docs=docs)``, each process computing every N-th
+    document (with document context; else every N-th sentence), gathered back in input
+    order on every process (no sentence lost or counted twice)."""
     world = getattr(accelerator, "num_processes", 1)
+    if labeler.config.context != "document":
+        docs = None
     if world == 1:
-        return labeler.word_logits(words, batch_size)
+        return labeler.word_logits(words, batch_size, docs=docs)
     from accelerate.utils import gather_object
 
     rank = accelerator.process_index  # type: ignore[attr-defined]
-    mine = labeler.word_logits(words[rank::world], batch_size)
-    parts = dict(gather_object([(rank, mine)]))
-    return [parts[i % world][i // world] for i in range(len(words))]
+    mine_idx = shard_indices(len(words), docs, rank, world)
+    mine = labeler.word_logits([words[i] for i in mine_idx], batch_size,
+                               docs=None if docs is None else [docs[i] for i in mine_idx])
+    out: list[Any] = [None] * len(words)
+    for idx, logits in gather_object([(mine_idx, mine)]):
+        for i, x in zip(idx, logits):
+            out[i] = x
+    return out
+
+
+def shard_indices(n: int, docs: list | None, rank: int, world: int) -> list[int]:
+    """The sentence indices process ``rank`` of ``world`` computes: every ``world``-th
+    sentence, or every ``world``-th document when ``docs`` is given (a document's sentences
+    share rows, so they stay in one process)."""
+    if docs is None:
+        return list(range(rank, n, world))
+    from seqrep.encode.document import documents
+
+    return [i for group in documents(docs)[rank::world] for i in group]
 
 
 def scores_by_decoding(logits: list[torch.Tensor], gold: list[Sentence], labels: list[str],

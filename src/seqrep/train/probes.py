@@ -24,7 +24,8 @@ from seqrep.model.labeler import SequenceLabeler
 def features(labeler: SequenceLabeler, sentences: list[Sentence], layers: list[int],
              batch_size: int) -> torch.Tensor:
     """``(words, len(layers), H)`` fp16 states of all words of ``sentences``, in order."""
-    states = labeler.layer_states([s.words for s in sentences], layers, batch_size)
+    docs = [s.doc_id for s in sentences] if labeler.config.context == "document" else None
+    states = labeler.layer_states([s.words for s in sentences], layers, batch_size, docs=docs)
     return torch.cat(states).half()
 
 

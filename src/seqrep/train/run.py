@@ -196,6 +196,14 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
                               task=task)
     data.eval = check_labels(data.eval, labeler_config.labels, "the validation split", task=task)
     data.test = check_test_labels(data.test, labeler_config.labels, task=task)
+    if labeler_config.context == "document":
+        from seqrep.encode.document import missing_documents_notice
+
+        notice = missing_documents_notice({"the training split": data.train,
+                                           data.validation_source: data.eval,
+                                           "the test split": data.test})
+        if notice:
+            print(notice, file=sys.stderr, flush=True)
     sweep = None
     if labeler_config.exit_layer == "auto":
         from seqrep.train.probes import choose_exit_layer
@@ -269,7 +277,8 @@ def finish(trainer: Trainer) -> dict[str, Any]:
     if trainer.data.test:
         start = time.perf_counter()
         logits = sharded_logits(best, [x.words for x in trainer.data.test],
-                                trainer.cfg.eval_batch_size, trainer.accelerator)
+                                trainer.cfg.eval_batch_size, trainer.accelerator,
+                                [x.doc_id for x in trainer.data.test])
         metrics["test"] = evaluate_logits(best, trainer.data.test, logits)
         metrics["test"]["seconds"] = round(time.perf_counter() - start, 3)
         if not trainer.quiet:

@@ -1,0 +1,113 @@
+"""Document context: model rows that hold a stretch of consecutive sentences of one document.
+
+Layout. A document's words are laid end to end (a ``separator``, by default a newline, glued
+before the first word of every sentence but the document's first, so sentence boundaries stay
+visible), cut into windows of whole words of at most ``limit`` subtokens, and each window is
+laid out exactly as one long sentence is (:func:`~seqrep.encode.repeat.build_segment`)::
+
+    [prefix] window_1 [sep] window_2 [sep] ... window_k [suffix]     (k = r + 1 copies)
+
+and words are read from the last copy (or every copy with ``read="mean"``). Why this layout
+and not "the window once, then the sentences to label after it": it is the layout the
+labeler already has, so r, the read and subtoken options, the exit layer, unmasking and
+``--exit-layer auto`` compose with it unchanged (a row is just a longer "sentence"); at r >= 1
+every read word of the last copy has seen the whole window before it, both sides of it,
+which is what document context is for; and at r = 0 a causal model gets left context, the
+honest baseline. The other layout would read every word once too but needs a second kind of
+row. Which is more accurate is a measurement for a later piece of issue 24.
+
+Ownership. A document longer than ``limit`` is cut into windows overlapping by half the
+budget (:func:`~seqrep.encode.repeat.windows`, the rule long sentences follow): every word is
+read exactly once, from the window where its distance to the nearest cut edge is largest
+(the document's own ends are no cut edges), so each word sees at least about a quarter of the
+budget on each side where the document has it. A window may start or end inside a sentence;
+such edge words are read from a neighbouring window. A sentence longer than the budget is
+therefore windowed like any long sentence.
+
+Rows never mix documents, and a row's tensors do not depend on its batch-mates
+(:mod:`seqrep.encode.batch`), so a sentence's labels depend on its own document only.
+A document of one sentence (every sentence without a document id is one) has no context to
+add: the encoder gives it exactly its sentence-level rows (windowed by ``max_subtokens``), so a
+corpus without documents trains and labels as at sentence level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from seqrep.encode.repeat import RepeatSpec, Segment, build_segment, windows
+
+CONTEXTS = ("sentence", "document")
+# share of the budget that consecutive windows of a document share
+OVERLAP = 0.5
+
+
+def documents(doc_ids: Sequence[Hashable | None]) -> list[list[int]]:
+    """Sentence indices grouped into documents: runs of consecutive sentences with the same
+    ``doc_id``; a sentence with no ``doc_id`` (None) is a document of its own."""
+    groups: list[list[int]] = []
+    for i, doc in enumerate(doc_ids):
+        if groups and doc is not None and doc_ids[groups[-1][-1]] == doc:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpec, limit: int,
+                    separator: Sequence[int] = (),
+                    leads: Sequence[Sequence[int]] | None = None
+                    ) -> list[tuple[Segment, tuple[tuple[int, int], ...]]]:
+    """The rows of one document (see the module docstring).
+
+    Args:
+        word_ids: per sentence, the subtoken ids of each word.
+        spec: repetition layout and reads (its ``max_subtokens`` is not used: ``limit`` is).
+        limit: subtokens per copy of a window.
+        separator: ids put before the first word of each sentence after the first.
+        leads: per sentence, per word, leading space-only tokens not to read.
+
+    Returns:
+        ``(segment, places)`` per row: ``places`` gives, for each word the row reads (in
+        ``segment.words`` order), its ``(sentence, word)`` index within the document.
+        Together the rows read every word of every sentence exactly once.
+    """
+    flat: list[list[int]] = []
+    flat_leads: list[int] = []
+    places: list[tuple[int, int]] = []
+    for s, sentence in enumerate(word_ids):
+        for w, ids in enumerate(sentence):
+            lead = leads[s][w] if leads else 0
+            if w == 0 and flat and separator:
+                ids, lead = list(separator) + list(ids), lead + len(separator)
+            flat.append(list(ids))
+            flat_leads.append(lead)
+            places.append((s, w))
+    if not flat:
+        return []
+    lengths = [len(x) for x in flat]
+    if sum(lengths) <= limit:
+        spans = [(0, len(flat), list(range(len(flat))))]
+    else:
+        spans = windows(lengths, limit, int(limit * OVERLAP))
+    rows = []
+    for s, e, owned in spans:
+        if owned:
+            seg = build_segment(flat[s:e], spec, range(s, e), owned, flat_leads[s:e])
+            rows.append((seg, tuple(places[i] for i in seg.words)))
+    return rows
+
+
+def missing_documents_notice(splits: dict[str, Sequence[Any]]) -> str | None:
+    """The one notice a command prints when document context meets sentences without
+    document ids: which of ``splits`` (name -> sentences with ``doc_id``) have none, so each
+    of their sentences is a document of its own there; None when every split has some."""
+    bare = [name for name, sents in splits.items()
+            if sents and all(getattr(s, "doc_id", None) is None for s in sents)]
+    if not bare:
+        return None
+    return (f"notice: context=document, but {' and '.join(bare)} "
+            f"{'has' if len(bare) == 1 else 'have'} no document ids (no -DOCSTART- or "
+            f"doc_id): each sentence there is a document of its own, labeled as at "
+            f"sentence level")

@@ -1,0 +1,117 @@
+"""Training and evaluation with document context (issue 24): the setting reaches run.json and
+the saved labeler, evaluation stays per sentence, a corpus without documents gets one notice,
+and a bad budget is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support import train_configs, write_corpus
+
+from seqrep.cli.app import main
+from seqrep.data import load_corpus
+from seqrep.data.splits import load_data
+from seqrep.evaluate import _chunks, evaluate
+from seqrep.model.labeler import SequenceLabeler
+from seqrep.train import train
+from seqrep.train.loop import Trainer, shard_indices
+
+NOTICE = "notice: context=document"
+
+
+def with_documents(path: Path, per_doc: int) -> Path:
+    """The toy corpus at ``path`` cut into documents of ``per_doc`` sentences by -DOCSTART-
+    lines, as CoNLL-2003 is."""
+    blocks = path.read_text(encoding="utf-8").strip().split("\n\n")
+    out = []
+    for i, block in enumerate(blocks):
+        if i % per_doc == 0:
+            out.append("-DOCSTART- -X- -X- O")
+        out.append(block)
+    path.write_text("\n\n".join(out) + "\n", encoding="utf-8")
+    return path
+
+
+def cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str]:
+    """Run ``seqrep ARGS`` in this process: (exit code, stderr)."""
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as ex:
+        code = ex.code if isinstance(ex.code, int) else 1
+    return code, capsys.readouterr().err
+
+
+def test_a_run_with_document_context_records_saves_and_evaluates_it(
+        tiny, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    train_file = with_documents(write_corpus(tmp_path / "train.txt", 40), 8)
+    test_file = with_documents(write_corpus(tmp_path / "test.txt", 12, seed=1), 6)
+    lab, cfg = train_configs(tiny("llama"), (str(train_file), str(test_file)), epochs=1)
+    lab = lab.replace(context="document", context_tokens=32)
+    metrics = train(lab, cfg, tmp_path / "run", quiet=True)
+    assert metrics["status"] == "finished"
+    assert NOTICE not in capsys.readouterr().err  # every split has documents
+    saved = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert saved["labeler"]["context"] == "document"
+    assert saved["labeler"]["context_tokens"] == 32
+    best = SequenceLabeler.from_pretrained(tmp_path / "run")
+    assert (best.config.context, best.config.context_tokens) == ("document", 32)
+    # evaluation is per sentence: the same 12 sentences and gold spans, and the scores the
+    # run reported, also when evaluated in chunks smaller than a document
+    test = load_corpus(str(test_file), "train").sentences
+    assert {s.doc_id for s in test} == {"doc1", "doc2"}
+    again = evaluate(best, test, progress=lambda n: None, batch_size=1)
+    assert again["sentences"] == 12 and again["gold_spans"] == metrics["test"]["gold_spans"]
+    assert again["f1"] == pytest.approx(metrics["test"]["f1"])
+    assert again["predicted_spans"] == metrics["test"]["predicted_spans"]
+    # the training rows hold several sentences of a document, each word once
+    trainer = Trainer(best.config, cfg, tmp_path / "again", load_data(cfg), quiet=True)
+    assert max(len({s for s, _ in it.targets()}) for it in trainer.items) > 1
+    assert sum(len(it.targets()) for it in trainer.items) == \
+        sum(len(s) for s in trainer.data.train)
+    assert sum(it.starts for it in trainer.items) == len(trainer.data.train)
+
+
+def test_chunks_and_shards_keep_documents_whole() -> None:
+    docs = ["a"] * 4 + ["b"] * 2 + [None] * 4
+    assert _chunks(10, 3, docs) == [(0, 4), (4, 7), (7, 10)]
+    assert _chunks(10, 3, None) == [(0, 3), (3, 6), (6, 9), (9, 10)]
+    docs = ["a", "a", "b", None, "c", "c", "c"]
+    assert shard_indices(7, docs, 0, 2) == [0, 1, 3]
+    assert shard_indices(7, docs, 1, 2) == [2, 4, 5, 6]
+    assert shard_indices(5, None, 1, 2) == [1, 3]
+
+
+def test_a_corpus_without_documents_gets_one_notice(tiny, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture) -> None:
+    corpus = (str(write_corpus(tmp_path / "train.txt", 16)),
+              str(write_corpus(tmp_path / "test.txt", 4, seed=1)))
+    lab, cfg = train_configs(tiny("llama"), corpus, epochs=1)
+    metrics = train(lab.replace(context="document"), cfg, tmp_path / "run", quiet=True)
+    assert metrics["status"] == "finished"
+    err = capsys.readouterr().err
+    assert err.count(NOTICE) == 1, err
+    line = next(x for x in err.splitlines() if NOTICE in x)
+    assert "training split" in line and "test split" in line
+
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_a_budget_of_no_tokens_is_one_line_exit_2(tmp_path: Path, value: str,
+                                                  capsys: pytest.CaptureFixture) -> None:
+    data = write_corpus(tmp_path / "train.txt", 4)
+    code, err = cli(capsys, "train", "--dataset", str(data), "--output",
+                    str(tmp_path / "run"), "--context", "document", "--context-tokens", value)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "context_tokens" in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_unknown_context_is_one_line_exit_2(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture) -> None:
+    data = write_corpus(tmp_path / "train.txt", 4)
+    code, err = cli(capsys, "train", "--dataset", str(data), "--output",
+                    str(tmp_path / "run"), "--context", "page")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "context" in err, err
