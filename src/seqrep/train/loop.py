@@ -8,7 +8,9 @@ One code path for 1 and N processes (``torchrun`` / ``accelerate launch``), CPU 
 step takes the next ``grad_accum x processes`` batches of it, process ``r`` running every
 ``r``-th. The loss is the sum over labeled words divided by the words of the whole step (all
 micro-batches, all processes), so N processes with batch B give the step one process gives
-with the same batches accumulated. Evaluation shards sentences over the processes and gathers
+with the same batches accumulated. With ``soft`` (distillation, :mod:`seqrep.train.distill`)
+the loss of a batch is its ``loss`` method's sum over words (:func:`soft_cross_entropy`), divided
+the same way. Evaluation shards sentences over the processes and gathers
 the logits back in order; only the main process writes the run folder.
 """
 
@@ -19,7 +21,7 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -36,14 +38,34 @@ from seqrep.train.checkpoint import load_checkpoint, rng_states, save_checkpoint
 from seqrep.train.state import TrainState, build_optimizer, lr_factor, set_lr
 
 
+class BatchLoss(Protocol):
+    """A training loss other than cross-entropy on the gold labels (distillation's)."""
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor | None,
+             items: list[Any]) -> torch.Tensor:
+        """The loss summed over the words of a batch of ``items`` (encoder items)."""
+        ...
+
+
+def soft_cross_entropy(logits: torch.Tensor, target_logp: torch.Tensor,
+                       temperature: float = 1.0) -> torch.Tensor:
+    """Per word, ``-T^2 sum_c p_c log q_c`` with ``p = softmax(target_logp / T)`` (the
+    teacher's distribution at temperature T) and ``q = softmax(logits / T)`` (the student's);
+    ``T^2`` keeps the gradient's size independent of T (Hinton et al., 2015)."""
+    p = torch.softmax(target_logp.float() / temperature, dim=-1)
+    logq = torch.log_softmax(logits.float() / temperature, dim=-1)
+    return -(p * logq).sum(-1) * temperature**2
+
+
 class Trainer:
     """Runs one training job; see :func:`seqrep.train.train`."""
 
     def __init__(self, lcfg: LabelerConfig, tcfg: TrainConfig, output: Path, data: TrainData,
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, soft: BatchLoss | None = None) -> None:
         from accelerate import Accelerator
 
         self.lcfg, self.cfg, self.output, self.data = lcfg, tcfg, output, data
+        self.soft = soft
         placement = Placement.resolve(tcfg.device, tcfg.precision, training=True)
         self.accelerator = Accelerator(cpu=placement.device.type == "cpu")
         self.rank = self.accelerator.process_index
@@ -115,13 +137,14 @@ class Trainer:
         loss_sum = torch.zeros((), dtype=torch.float64)
         for a in range(micro):
             j = a * self.world + self.rank
-            batch = self.encoder.collate([items[i] for i in group[min(j, len(group) - 1)]])
-            batch = batch.to(self.labeler.device)
+            members = [items[i] for i in group[min(j, len(group) - 1)]]
+            batch = self.encoder.collate(members).to(self.labeler.device)
             weight = 1.0 if j < len(group) else 0.0
             sync = a == micro - 1
             with contextlib.nullcontext() if sync else self.accelerator.no_sync(self.model):
                 logits = self.model(batch)
-                loss = nn.functional.cross_entropy(logits, batch.labels, reduction="sum")
+                loss = (self.soft.loss(logits, batch.labels, members) if self.soft else
+                        nn.functional.cross_entropy(logits, batch.labels, reduction="sum"))
                 # DDP averages gradients over processes: scale back to a sum over the step
                 (loss * (weight * self.world / words)).backward()
             loss_sum += loss.detach().double().cpu() * weight

@@ -153,8 +153,8 @@ def seeded(seed: int) -> Iterator[None]:
 
 def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str | Path,
           overwrite: bool = False, resume: bool = False, quiet: bool = False,
-          reader_options: dict[str, Any] | None = None, expect_model: str | None = None
-          ) -> dict[str, Any]:
+          reader_options: dict[str, Any] | None = None, expect_model: str | None = None,
+          distill: Any = None) -> dict[str, Any]:
     """Train a labeler, keep the best model by validation F1, evaluate it on the test split.
 
     Args:
@@ -169,6 +169,10 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
         reader_options: options for the dataset reader (``tag_column`` ...).
         expect_model: with ``resume``, refuse a folder whose ``run.json`` names another
             model (a grid knows which model each of its folders holds).
+        distill: a :class:`seqrep.train.distill.Distillation` (``seqrep distill``): it has
+            checked and prepared ``output`` (whose teacher labels stay), adds its unlabeled
+            sentences to the training split, gives the soft-target loss and names the
+            teacher in ``run.json``.
 
     Returns:
         The metrics written to ``metrics.json`` (``status`` is ``interrupted`` when
@@ -177,7 +181,8 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
     output = Path(output).resolve()  # a symlinked folder is worked on where it points
     if resume and (output / "metrics.json").exists():
         return json.loads((output / "metrics.json").read_text(encoding="utf-8"))  # done already
-    check_output(output, overwrite, resume)
+    if distill is None:  # a distillation checked the folder before labeling into it
+        check_output(output, overwrite, resume)
     if resume:
         labeler_config, train_config, reader_options = resumed_config(
             output, labeler_config, train_config, expect_model)
@@ -224,12 +229,15 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
               f"finetune={labeler_config.finetune}, task={task}) on {len(data.train)} "
               f"sentences of {train_config.dataset}; validation: {data.validation_source} "
               f"-> {output}", flush=True)
+    soft = None
+    if distill is not None:  # after the exit-layer probe, which fits on gold tags only
+        data.train, soft = distill.extend(data.train, labeler_config.labels)
     with seeded(train_config.seed):
-        trainer = Trainer(labeler_config, train_config, output, data, quiet)  # loads the model
+        trainer = Trainer(labeler_config, train_config, output, data, quiet, soft)  # the model
         if not quiet and trainer.main:
             print(ran_on_line(trainer.labeler), file=sys.stderr, flush=True)
         if trainer.main:
-            replace_output(output, resume)
+            replace_output(output, resume or distill is not None)
             if not resume:
                 write_json(output / "run.json", {"labeler": labeler_config.to_dict(),
                                                  "train": train_config.to_dict(),
@@ -238,6 +246,7 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
                                                  "eval_sentences": len(data.eval),
                                                  "validation_source": data.validation_source,
                                                  "processes": trainer.world,
+                                                 **(distill.record if distill else {}),
                                                  **({"exit_search": sweep} if sweep else {})})
         trainer.accelerator.wait_for_everyone()
         if resume and (output / "checkpoint" / "state.json").exists():
