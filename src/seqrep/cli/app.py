@@ -19,11 +19,22 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported here so that `seqrep --help` stays fast and each command owns its module.
-    from seqrep.cli import data, evaluate, experiments, export, models, predict, serve, train
+    from seqrep.cli import (
+        data,
+        distill,
+        evaluate,
+        experiments,
+        export,
+        models,
+        predict,
+        serve,
+        train,
+    )
 
     app.add_typer(data.app, name="data")
     app.command("models")(models.models)
     app.command("train")(train.train)
+    app.command("distill")(distill.distill)
     app.command("evaluate")(evaluate.evaluate)
     app.command("score")(evaluate.score)
     app.command("predict")(predict.predict)

@@ -1,0 +1,79 @@
+"""``seqrep distill TEACHER_RUN --student MODEL -o OUT``: a finished run labels the training
+text (and ``--unlabeled`` text) once; a student trains on its label distributions.
+
+Every option of ``seqrep train`` is an option here too (``--model`` is ``--student``); see
+:func:`seqrep.train.distill.distill`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from seqrep.cli import train as train_cli
+from seqrep.cli.options import command, config_values
+from seqrep.config import LabelerConfig, ReaderConfig, TrainConfig
+
+NOT_HERE = ("model", "recipe", "ctx")
+
+
+def _params() -> list[inspect.Parameter]:
+    kw = inspect.Parameter.KEYWORD_ONLY
+    own = [
+        inspect.Parameter("teacher", kw, annotation=Path, default=typer.Argument(
+            ..., help="the teacher: a finished run folder (seqrep train's --output)")),
+        inspect.Parameter("student", kw, annotation=str, default=typer.Option(
+            ..., "--student", help="the student's model: packaged alias, local folder or "
+                                   "Hugging Face hub id")),
+        inspect.Parameter("unlabeled", kw, annotation=Path | None, default=typer.Option(
+            None, "--unlabeled", help="more text for the teacher to label: UTF-8, one text "
+                                      "per line (split into sentences and words by seqrep's "
+                                      "rules), or .jsonl records with \"text\" or \"words\"")),
+        inspect.Parameter("temperature", kw, annotation=float, default=typer.Option(
+            1.0, "--temperature", help="T: teacher and student distributions are softened "
+                                       "by T (the loss is scaled by T^2)")),
+        inspect.Parameter("gold_weight", kw, annotation=float, default=typer.Option(
+            0.0, "--gold-weight", help="share of the gold labels' cross-entropy in the loss "
+                                       "of words that have gold labels (0: the teacher's "
+                                       "distributions alone)")),
+    ]
+    rest = [p for p in train_cli._params() if p.name not in NOT_HERE]
+    return own + rest
+
+
+def distill_command(values: dict[str, Any]) -> None:
+    """Distil a trained run into a student; the student's run folder is an ordinary run."""
+    import torch
+
+    from seqrep.train.distill import distill
+
+    for name, key in (("train", "dataset"), ("validation", "eval_split"),
+                      ("test", "test_split")):
+        if values.get(name):
+            values[key] = values[name]
+    values["model"] = values["student"]
+    labeler = LabelerConfig(**config_values(LabelerConfig, values, train_cli.SKIP_LABELER))
+    cfg = TrainConfig(**config_values(TrainConfig, values))
+    reader = ReaderConfig(**config_values(ReaderConfig, values, ("format",)))
+    torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
+    metrics = distill(values["teacher"], labeler, cfg, values["output"],
+                      values["temperature"], values["gold_weight"], values["unlabeled"],
+                      overwrite=values["overwrite"], resume=values["resume"],
+                      quiet=values["quiet"], reader_options=reader.options())
+    if values.get("as_json"):
+        summary = {k: metrics.get(k) for k in ("status", "task", "decoding", "train_seconds")}
+        if metrics.get("validation"):
+            summary["validation_f1"] = metrics["validation"]["f1"]
+        if metrics.get("test"):
+            summary["test_f1"] = metrics["test"]["f1"]
+        typer.echo(json.dumps(summary))
+        return
+    typer.echo(train_cli.summary_line(metrics, values["output"]))
+
+
+distill = command(distill_command, _params(), distill_command.__doc__ or "")

@@ -1,0 +1,311 @@
+"""``distill``: a finished run (the teacher) labels text once; a student trains on its labels.
+
+The teacher labels the training sentences and any unlabeled text (:func:`read_unlabeled`) into
+a cache of per-word label distributions in the output folder (:func:`label_cache`); the student
+then trains as ``seqrep train`` trains (:func:`seqrep.train.train`, every option), on the
+teacher's distributions at a temperature, mixed with the gold labels where gold exists
+(:class:`SoftTargets`). The output is an ordinary run folder whose ``run.json`` names the
+teacher under ``distill``.
+
+Output folder, beside what ``train`` writes::
+
+    distill.json       the request (teacher, unlabeled file, temperature, gold weight,
+                       configs), so ``--resume`` continues an interrupted labeling too
+    teacher-labels/    NNNNN.safetensors: per chunk of sentences, ``logp`` (words x labels,
+                       the teacher's log-probabilities at temperature 1) and ``lengths``;
+                       each chunk records the SHA-256 of its sentences and is reused on
+                       resume only when they match
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.errors import ConfigError, DataError, SeqrepError
+from seqrep.fileio import write_json
+from seqrep.train.loop import soft_cross_entropy
+
+CHUNK = 512  # sentences per cache file
+CACHE = "teacher-labels"
+REQUEST = "distill.json"
+
+
+@dataclass
+class SoftTargets:
+    """The distillation loss of the training sentences (see :class:`~seqrep.train.loop.
+    BatchLoss`): per word, the soft cross-entropy against the teacher at ``temperature``;
+    on words with gold labels, ``(1 - gold_weight)`` of it plus ``gold_weight`` of the
+    cross-entropy on the gold label."""
+
+    logp: list[torch.Tensor]  # per training sentence: (words, labels) teacher log-probs
+    gold: list[bool]  # per training sentence: its tags are gold
+    temperature: float = 1.0
+    gold_weight: float = 0.0
+
+    def loss(self, logits: torch.Tensor, labels: torch.Tensor | None,
+             items: list[Any]) -> torch.Tensor:
+        target = torch.cat([self.logp[it.sentence][list(it.segment.words)] for it in items])
+        soft = soft_cross_entropy(logits, target.to(logits.device), self.temperature)
+        if not self.gold_weight or labels is None:
+            return soft.sum()
+        w = torch.cat([torch.full((len(it.segment.words),), self.gold_weight * self.gold[
+            it.sentence]) for it in items]).to(logits.device)
+        hard = torch.nn.functional.cross_entropy(logits.float(), labels, reduction="none")
+        return ((1 - w) * soft + w * hard).sum()
+
+
+@dataclass
+class Distillation:
+    """What :func:`seqrep.train.train` needs to distil: the teacher's distributions by
+    sentence, the unlabeled sentences to add, the loss's settings and the ``run.json`` entry."""
+
+    targets: dict[tuple[str, ...], torch.Tensor]
+    unlabeled: list[tuple[str, ...]]
+    temperature: float
+    gold_weight: float
+    record: dict[str, Any] = field(default_factory=dict)
+
+    def extend(self, train: list[Any], labels: list[str]) -> tuple[list[Any], SoftTargets]:
+        """The training split with the unlabeled sentences added (their tags a placeholder
+        that no loss reads), and the loss over it."""
+        from seqrep.data.types import Sentence
+
+        extra = [Sentence(w, (labels[0],) * len(w)) for w in self.unlabeled]
+        sentences = list(train) + extra
+        missing = [s for s in sentences if tuple(s.words) not in self.targets]
+        if missing:
+            raise SeqrepError(f"the teacher's labels hold no entry for the training sentence "
+                              f"{' '.join(missing[0].words)[:60]!r}; rerun without --resume")
+        return sentences, SoftTargets([self.targets[tuple(s.words)] for s in sentences],
+                                      [True] * len(train) + [False] * len(extra),
+                                      self.temperature, self.gold_weight)
+
+
+def teacher_config(run: Path) -> LabelerConfig:
+    """The labeler config of a finished run folder (``run.json`` and ``best/``), or one line
+    saying why ``run`` is not one."""
+    from seqrep.model.io import read_config
+    from seqrep.train.run import read_run_json
+
+    if not run.is_dir():
+        raise ConfigError(f"teacher {run}: not a folder; expected a finished seqrep run")
+    read_run_json(run)
+    if not (run / "best" / "config.json").is_file():
+        raise ConfigError(f"teacher {run}: a run without a best/ model; expected a finished "
+                          f"seqrep run")
+    return read_config(run / "best")
+
+
+def read_unlabeled(path: Path) -> list[tuple[str, ...]]:
+    """The sentences of an unlabeled file: raw text one per line, split into sentences and
+    words by seqrep's rules, or ``.jsonl`` records with ``"text"`` or ``"words"`` (as
+    ``seqrep predict --input`` reads them)."""
+    from seqrep.predict import split_text
+    from seqrep.stream import read_items
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, "--unlabeled: not a file; expected UTF-8 text, one text per line")
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    if b"\0" in head:
+        raise DataError(path, "--unlabeled: a binary file; expected UTF-8 text, one text per "
+                              "line")
+    out = []
+    for _, text, pre in read_items(path):
+        out += [tuple(text[s:e] for s, e in words) for _, words in split_text(text, pre)]
+    if not out:
+        raise DataError(path, "--unlabeled: empty (no words); expected UTF-8 text, one text "
+                              "per line")
+    return out
+
+
+def _digest(sentences: list[tuple[str, ...]]) -> str:
+    return hashlib.sha256(json.dumps(sentences, ensure_ascii=False).encode()).hexdigest()
+
+
+def _cached(path: Path, digest: str, lengths: list[int], n_labels: int
+            ) -> list[torch.Tensor] | None:
+    """A cache chunk's per-sentence tensors, or None when it is missing, unreadable or made
+    from other sentences or labels."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            if (f.metadata() or {}).get("sha256") != digest:
+                return None
+            logp, lens = f.get_tensor("logp"), f.get_tensor("lengths")
+    except Exception:  # noqa: BLE001 - missing or truncated: label the chunk again
+        return None
+    if lens.tolist() != lengths or tuple(logp.shape) != (sum(lengths), n_labels):
+        return None
+    return list(torch.split(logp.float(), lengths))
+
+
+def label_cache(load_teacher: Any, sentences: list[tuple[str, ...]], folder: Path,
+                n_labels: int, batch_size: int = 64, chunk: int = CHUNK, quiet: bool = False
+                ) -> tuple[list[torch.Tensor], dict[str, Any]]:
+    """The teacher's log-probabilities for every sentence (one ``(words, labels)`` tensor
+    each), from ``folder``'s chunks where they hold them and from the teacher
+    (``load_teacher()``, called only when a chunk is missing) otherwise; each new chunk is
+    written atomically before the next is labeled. Returns them and the labeling's speed."""
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
+    teacher, out, labeled, seconds = None, [], 0, 0.0
+    for c in range(0, len(sentences), chunk):
+        part = sentences[c : c + chunk]
+        path, digest = folder / f"{c // chunk:05d}.safetensors", _digest(part)
+        got = _cached(path, digest, [len(s) for s in part], n_labels)
+        if got is None:
+            teacher = teacher or load_teacher()
+            start = time.perf_counter()
+            got = [torch.log_softmax(x.float(), -1) for x in
+                   teacher.word_logits([list(s) for s in part], batch_size)]
+            seconds += time.perf_counter() - start
+            labeled += len(part)
+            tmp = folder / f".{path.name}.tmp"
+            save_file({"logp": torch.cat(got).contiguous(),
+                       "lengths": torch.tensor([len(s) for s in part], dtype=torch.long)},
+                      str(tmp), metadata={"sha256": digest})
+            os.replace(tmp, path)
+            if not quiet:
+                print(f"teacher labeled {c + len(part)}/{len(sentences)} sentences",
+                      file=sys.stderr, flush=True)
+        out += got
+    speed = {"teacher_labeled_sentences": labeled, "teacher_seconds": round(seconds, 3),
+             "teacher_sentences_per_second": round(labeled / seconds, 2) if seconds else None}
+    return out, speed
+
+
+def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: TrainConfig,
+            output: str | Path, temperature: float = 1.0, gold_weight: float = 0.0,
+            unlabeled: str | Path | None = None, overwrite: bool = False, resume: bool = False,
+            quiet: bool = False, reader_options: dict[str, Any] | None = None,
+            chunk: int = CHUNK) -> dict[str, Any]:
+    """Distil the run ``teacher`` into a student (``labeler_config``) trained as
+    :func:`seqrep.train.train` trains, on the teacher's label distributions.
+
+    Args:
+        teacher: a finished run folder.
+        labeler_config: the student (``labels`` empty or the teacher's; ``task`` auto or the
+            teacher's).
+        train_config: data and optimisation settings, as for ``train``.
+        output: the student's run folder.
+        temperature: T of the soft targets (both distributions are softened by it).
+        gold_weight: share of the gold labels' cross-entropy in the loss of words that have
+            gold labels (0: the teacher's alone).
+        unlabeled: a file of more text for the teacher to label (see :func:`read_unlabeled`).
+        overwrite, resume, quiet, reader_options: as for ``train``; ``resume`` continues an
+            interrupted labeling or training with the settings in ``distill.json``.
+        chunk: sentences per cache file.
+
+    Returns:
+        ``train``'s metrics.
+    """
+    from seqrep.data.splits import load_data
+    from seqrep.evaluate import check_labels
+    from seqrep.train.run import check_output, read_run_json, train
+
+    output = Path(output).resolve()
+    if resume:
+        if (output / "metrics.json").exists():
+            return train(labeler_config, train_config, output, resume=True)
+        req = _read_request(output)
+        caller = labeler_config
+        labeler_config = LabelerConfig.from_dict(req["labeler"]).replace(
+            trust_remote_code=caller.trust_remote_code)
+        train_config = TrainConfig.from_dict(req["train"]).replace(
+            max_steps=train_config.max_steps)
+        teacher, unlabeled = Path(req["teacher"]), req.get("unlabeled")
+        temperature, gold_weight = req["temperature"], req["gold_weight"]
+        reader_options = req.get("reader_options") or {}
+    teacher = Path(teacher).resolve()
+    if not temperature > 0:
+        raise ConfigError(f"--temperature {temperature}; expected a positive number")
+    if not 0 <= gold_weight <= 1:
+        raise ConfigError(f"--gold-weight {gold_weight}; expected a share in [0, 1]")
+    tcfg = teacher_config(teacher)
+    if labeler_config.labels and list(labeler_config.labels) != list(tcfg.labels):
+        raise ConfigError(f"--labels {','.join(labeler_config.labels)} differ from the labels "
+                          f"of teacher {teacher} ({','.join(tcfg.labels)}); leave --labels "
+                          f"unset: a student learns its teacher's labels")
+    if labeler_config.task not in ("auto", tcfg.task):
+        raise ConfigError(f"--task {labeler_config.task} differs from the task of teacher "
+                          f"{teacher} ({tcfg.task})")
+    student = labeler_config.replace(labels=list(tcfg.labels), task=tcfg.task)
+    extra = read_unlabeled(Path(unlabeled)) if unlabeled else []
+    if not resume:
+        _check_fresh(output, overwrite, check_output)
+    data = load_data(train_config, reader_options)
+    check_labels(data.train, tcfg.labels, "the training split", task=tcfg.task)
+    if not resume:
+        if output.exists():
+            shutil.rmtree(output)  # checked: an old run or distillation
+        output.mkdir(parents=True)
+        write_json(output / REQUEST, {
+            "teacher": str(teacher), "unlabeled": str(Path(unlabeled).resolve())
+            if unlabeled else None, "temperature": temperature, "gold_weight": gold_weight,
+            "labeler": student.to_dict(), "train": train_config.to_dict(),
+            "reader_options": reader_options or {}})
+    sentences = list(dict.fromkeys([tuple(s.words) for s in data.train] + extra))
+
+    def load_teacher() -> Any:
+        from seqrep.model.labeler import SequenceLabeler
+
+        return SequenceLabeler.from_pretrained(teacher, device=train_config.device,
+                                               precision=train_config.precision)
+
+    logp, speed = label_cache(load_teacher, sentences, output / CACHE, len(tcfg.labels),
+                              train_config.eval_batch_size, chunk, quiet)
+    teacher_run = read_run_json(teacher)
+    record = {"distill": {"teacher": str(teacher), "teacher_model": tcfg.model,
+                          "teacher_dataset": teacher_run["train"].get("dataset"),
+                          "temperature": temperature, "gold_weight": gold_weight,
+                          "unlabeled": str(unlabeled) if unlabeled else None,
+                          "unlabeled_sentences": len(extra), "cache": CACHE, **speed}}
+    plan = Distillation(dict(zip(sentences, logp)), extra, temperature, gold_weight, record)
+    return train(student, train_config, output, resume=(output / "run.json").exists(),
+                 quiet=quiet, reader_options=reader_options, distill=plan)
+
+
+def _check_fresh(output: Path, overwrite: bool, check_output: Any) -> None:
+    """``train``'s rule for a new run folder; a distillation interrupted before training
+    (``distill.json``, no ``run.json``) may be replaced too."""
+    if (overwrite and output.is_dir() and (output / REQUEST).is_file()
+            and not (output / "run.json").exists()):
+        _read_request(output)
+        return
+    check_output(output, overwrite, False)
+
+
+def _read_request(output: Path) -> dict[str, Any]:
+    from seqrep.model.io import read_json
+
+    path = output / REQUEST
+    if not path.is_file():
+        raise SeqrepError(f"{output}: nothing to resume (no {REQUEST})")
+    req = read_json(path, "a seqrep distillation request")
+    keys = ("teacher", "temperature", "gold_weight", "labeler", "train")
+    if not isinstance(req, dict) or any(k not in req for k in keys):
+        raise SeqrepError(f"{path}: not a seqrep distillation request (expected "
+                          f"{', '.join(keys)})")
+    try:
+        LabelerConfig.from_dict(req["labeler"])
+        TrainConfig.from_dict(req["train"])
+    except (TypeError, ValueError, AttributeError) as err:
+        raise SeqrepError(f"{path}: not a seqrep distillation request ({err})") from None
+    return req

@@ -1,0 +1,197 @@
+"""``seqrep distill`` on tiny random models (issue 25): a student learns its teacher's labels,
+the teacher's labels are cached and resumed, the loss at T=1 is the soft cross-entropy, and bad
+input is one line with nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from support import train_configs, write_corpus
+
+from seqrep.cli.app import main
+from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.model.labeler import SequenceLabeler
+from seqrep.train import train
+from seqrep.train.distill import distill
+from seqrep.train.loop import Trainer
+
+
+@pytest.fixture(scope="module")
+def teacher(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished run of a tiny llama on the toy corpus (its labels are what students learn)."""
+    tmp = tmp_path_factory.mktemp("teacher")
+    corpus = (str(write_corpus(tmp / "train.txt", 60)), str(write_corpus(tmp / "test.txt", 8)))
+    out = tmp / "run"
+    train(*train_configs(tiny("llama"), corpus, epochs=6, head_lr=3e-2), out, quiet=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def teacher_model(teacher: Path) -> SequenceLabeler:
+    return SequenceLabeler.from_pretrained(teacher)
+
+
+@pytest.fixture(scope="module")
+def handful(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Six new sentences twice: with their true tags (validation) and with every tag O
+    (training), so a student can only learn the names from the teacher, not from the gold."""
+    tmp = tmp_path_factory.mktemp("handful")
+    true = write_corpus(tmp / "true.txt", 6, seed=11)
+    all_o = tmp / "all_o.txt"
+    all_o.write_text("".join(f"{x.split()[0]} O\n" if x.strip() else "\n"
+                             for x in true.read_text().splitlines()), encoding="utf-8")
+    return all_o, true
+
+
+def student(tiny, **kw) -> LabelerConfig:
+    return LabelerConfig(model=tiny("qwen2"), repetitions=1, exit_layer=3, dropout=0.0, **kw)
+
+
+def fit(data: tuple[Path, Path], **kw) -> TrainConfig:
+    opts = dict(dataset=str(data[0]), eval_split=str(data[1]), test_split=None, epochs=1,
+                batch_size=8, lr=3e-3, head_lr=3e-2, seed=3)
+    return TrainConfig(**{**opts, **kw})
+
+
+def teacher_logits(model: SequenceLabeler, sentences: list[list[str]]) -> list[torch.Tensor]:
+    return model.word_logits(sentences)
+
+
+def words_of(path: Path) -> list[list[str]]:
+    blocks = path.read_text(encoding="utf-8").strip().split("\n\n")
+    return [[line.split()[0] for line in b.splitlines()] for b in blocks]
+
+
+def test_student_reproduces_the_teacher_labels(tiny, teacher, teacher_model, handful,
+                                               tmp_path: Path) -> None:
+    """The student's tags on its training sentences are the teacher's (both decoded the
+    same way: the run keeps the first model that scores best on validation, so the argmax
+    of a rarely chosen word may still be one step short of the teacher's)."""
+    from seqrep.predict import predict_tags
+
+    out = tmp_path / "student"
+    metrics = distill(teacher, student(tiny), fit(handful, epochs=40), out, quiet=True)
+    assert metrics["status"] == "finished"
+    sentences = words_of(handful[0])
+    expected = [t for t, _ in predict_tags(teacher_model, sentences, "constrained")]
+    assert any(t != "O" for s in expected for t in s)  # the teacher finds names: not all O
+    got = predict_tags(SequenceLabeler.from_pretrained(out), sentences, "constrained")
+    assert [t for t, _ in got] == expected
+    run = json.loads((out / "run.json").read_text())
+    assert run["distill"]["teacher"] == str(teacher.resolve())
+    assert run["labeler"]["labels"] == teacher_model.config.labels
+
+
+def test_cache_resumes_without_relabeling(tiny, teacher, teacher_model, handful,
+                                          tmp_path: Path, monkeypatch) -> None:
+    """Killed after the first cache chunk: the resumed run asks the teacher only for the
+    sentences the cache does not hold, and trains on what the teacher says."""
+    teacher_name = teacher_model.config.model
+    calls: list[int] = []
+    original = SequenceLabeler.word_logits
+
+    def counted(self, sentences, *a, **kw):  # noqa: ANN001, ANN202
+        if self.config.model == teacher_name:
+            calls.append(len(sentences))
+            if kill and len(calls) == 2:
+                raise KeyboardInterrupt
+        return original(self, sentences, *a, **kw)
+
+    monkeypatch.setattr(SequenceLabeler, "word_logits", counted)
+    out = tmp_path / "student"
+    kill = True
+    with pytest.raises(KeyboardInterrupt):
+        distill(teacher, student(tiny), fit(handful), out, quiet=True, chunk=2)
+    assert calls == [2, 2] and not (out / "run.json").exists()
+    kill, calls[:] = False, []
+    metrics = distill(teacher, student(tiny), fit(handful, max_steps=1), out, resume=True,
+                      quiet=True, chunk=2)
+    assert calls == [2, 2]  # 6 sentences, 2 of them cached
+    assert metrics["status"] == "finished"
+    # the cache holds the teacher's distributions, whichever run labeled them
+    from safetensors.torch import load_file
+
+    cached = torch.cat([load_file(p)["logp"] for p in sorted((out / "teacher-labels")
+                                                            .glob("*.safetensors"))])
+    direct = torch.cat(teacher_logits(teacher_model, words_of(handful[0])))
+    assert torch.allclose(cached, torch.log_softmax(direct, -1), atol=1e-5)
+
+
+def test_temperature_one_is_the_soft_cross_entropy_by_hand(tiny, teacher, teacher_model,
+                                                           handful, tmp_path: Path,
+                                                           monkeypatch) -> None:
+    """The first step's gradient is that of sum_words -sum_c p_c log q_c / words, with p the
+    teacher's softmax and q the student's, computed here in plain torch."""
+    seen: dict = {}
+    original = Trainer._train_step
+
+    class Stop(Exception):
+        pass
+
+    def step(self) -> None:  # noqa: ANN001
+        seen["grads"] = {n: p.grad.clone() for n, p in self.labeler.named_parameters()
+                         if p.grad is not None}
+        raise Stop
+
+    def train_step(self, group) -> None:  # noqa: ANN001
+        seen["trainer"], seen["group"] = self, group
+        original(self, group)
+
+    monkeypatch.setattr(Trainer, "_train_step", train_step)
+    monkeypatch.setattr(Trainer, "_step", step)
+    with pytest.raises(Stop):
+        distill(teacher, student(tiny), fit(handful, batch_size=4), tmp_path / "s", quiet=True)
+    trainer = seen["trainer"]
+    trainer.labeler.zero_grad(set_to_none=True)
+    members = [trainer.items[i] for b in seen["group"] for i in b]
+    batch = trainer.encoder.collate(members)
+    logits = trainer.labeler(batch)
+    sentences = [trainer.data.train[it.sentence].words for it in members]
+    p = [torch.softmax(x, -1) for x in teacher_logits(teacher_model, [list(s) for s in sentences])]
+    target = torch.cat([p[k][list(it.segment.words)] for k, it in enumerate(members)])
+    loss = -(target * torch.log_softmax(logits, -1)).sum() / batch.num_words
+    loss.backward()
+    assert seen["grads"]
+    for name, grad in seen["grads"].items():
+        mine = dict(trainer.labeler.named_parameters())[name].grad
+        assert torch.allclose(grad, mine, atol=1e-6, rtol=1e-4), name
+
+
+def cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str]:
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as ex:
+        code = ex.code if isinstance(ex.code, int) else 1
+    return code, capsys.readouterr().err
+
+
+def test_bad_input_is_one_line_and_writes_nothing(tiny, teacher, handful, tmp_path: Path,
+                                                  capsys) -> None:
+    not_a_run = tmp_path / "not-a-run"
+    not_a_run.mkdir()
+    (not_a_run / "notes.txt").write_text("hello")
+    files = {"empty.txt": b"", "binary.txt": b"\x7fELF\x00\x01\x02\n", "latin1.txt":
+             b"Obama visited Paris\ncaf\xe9 au lait\n"}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    base = ["--student", tiny("qwen2"), "--dataset", str(handful[0]), "--eval-split",
+            str(handful[1]), "--test-split", "", "--quiet"]
+    cases = [([str(not_a_run)], "not-a-run"),
+             ([str(teacher), "--unlabeled", str(tmp_path / "empty.txt")], "empty.txt"),
+             ([str(teacher), "--unlabeled", str(tmp_path / "binary.txt")], "binary.txt"),
+             ([str(teacher), "--unlabeled", str(tmp_path / "latin1.txt")], "latin1.txt:2"),
+             ([str(teacher), "--labels", "O", "--labels", "B-PER", "--labels", "I-PER"],
+              "--labels"),
+             ([str(teacher), "--task", "tokens"], "--task"),
+             ([str(teacher), "--temperature", "0"], "--temperature")]
+    for k, (args, named) in enumerate(cases):
+        out = tmp_path / f"out{k}"
+        code, err = cli(capsys, "distill", *args, *base, "-o", str(out))
+        assert code == 2, (args, err)
+        assert len(err.strip().splitlines()) == 1 and named in err, (args, err)
+        assert not out.exists(), args
