@@ -77,3 +77,59 @@ def test_lr_is_a_function_of_the_step() -> None:
 def test_train_state_round_trip() -> None:
     state = TrainState(epoch=1, step=7, best_f1=0.5, best={"step": 5}, tokens=99)
     assert TrainState.from_dict({**state.to_dict(), "unknown": 1}) == state
+
+
+def _seqrep_imports() -> dict[str, set[str]]:
+    """Every seqrep module and the seqrep modules it imports anywhere in its file (at the top,
+    inside functions, under TYPE_CHECKING: a type is a dependency too), read with ast."""
+    import ast
+    from pathlib import Path
+
+    import seqrep
+
+    src = Path(seqrep.__file__).resolve().parents[1]
+    files = {}
+    for path in (src / "seqrep").rglob("*.py"):
+        parts = path.relative_to(src).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def owner(name: str) -> str | None:  # seqrep.a.b.NAME -> the module seqrep.a.b
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    edges: dict[str, set[str]] = {}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        names: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from package levels up
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                names += [base] + [f"{base}.{a.name}" for a in node.names]
+        edges[module] = {m for m in map(owner, filter(lambda n: n.startswith("seqrep"), names))
+                         if m and m != module}
+    return edges
+
+
+def test_no_import_circles() -> None:
+    """No two seqrep modules import each other, directly or around a longer loop: each
+    import points one way (data -> encode -> model -> train / evaluate / predict ...)."""
+    edges = _seqrep_imports()
+    assert "seqrep.config" in edges["seqrep.model.labeler"]
+    circles = []
+    for start in sorted(edges):  # a path from a module's imports back to itself
+        seen, todo = set(), [(start, (start,))]
+        while todo:
+            node, path = todo.pop()
+            for nxt in sorted(edges[node]):
+                if nxt == start:
+                    circles.append(" -> ".join((*path, start)))
+                elif nxt not in seen:
+                    seen.add(nxt)
+                    todo.append((nxt, (*path, nxt)))
+    assert not circles, "\n".join(circles)

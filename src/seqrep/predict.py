@@ -7,17 +7,15 @@ character-offset readers use), so every span's ``text[start:end]`` is exactly it
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from seqrep.data.tags import strict_spans, tags_to_spans
 from seqrep.data.tokenize import split_sentences, split_words
 from seqrep.decode import decode
-
-if TYPE_CHECKING:
-    from seqrep.model.labeler import SequenceLabeler
+from seqrep.labeler_protocol import Labeler
 
 
-def predict_tags(labeler: SequenceLabeler, sentences: Sequence[Sequence[str]],
+def predict_tags(labeler: Labeler, sentences: Sequence[Sequence[str]],
                  decoding: str | None = None, batch_size: int = 32,
                  docs: Sequence[Any] | None = None) -> list[tuple[list[str], list[float]]]:
     """Tags and per-word probabilities for each word list.
@@ -34,7 +32,7 @@ def predict_tags(labeler: SequenceLabeler, sentences: Sequence[Sequence[str]],
     return decode_logits(labeler, sentences, logits, decoding)
 
 
-def decode_logits(labeler: SequenceLabeler, sentences: Sequence[Any], logits: Sequence[Any],
+def decode_logits(labeler: Labeler, sentences: Sequence[Any], logits: Sequence[Any],
                   decoding: str | None = None) -> list[tuple[list[str], list[float]]]:
     """Tags and probabilities from per-sentence logits, decoded as the labeler decodes."""
     method = decoding or labeler.config.decoding
@@ -62,7 +60,7 @@ def _spans(tags: list[str], probs: list[float], offsets: Sequence[tuple[int, int
     return out
 
 
-def predict_text(labeler: SequenceLabeler, texts: Iterable[str], decoding: str | None = None,
+def predict_text(labeler: Labeler, texts: Iterable[str], decoding: str | None = None,
                  batch_size: int = 32, pretokenized: bool = False) -> list[dict[str, Any]]:
     """Label raw texts.
 

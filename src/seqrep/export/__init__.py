@@ -17,27 +17,17 @@ Both need the ``onnx`` extra: ``pip install 'seqrep[onnx]'``.
 
 from __future__ import annotations
 
-META_FILE = "seqrep-onnx.json"
-MODEL_FILE = "model.onnx"
-FORMAT_VERSION = 1
-# the graph's inputs, in order: the Batch's tensors, then a (W,) placeholder whose length is
-# the number of words (ONNX needs the output's row count as a tensor shape, not an int)
-INPUTS = ("input_ids", "attention_mask", "position_ids", "read_batch", "read_pos", "read_word",
-          "read_weight", "words")
-OUTPUTS = ("logits", "states")
-
-
-def require_onnx(*modules: str) -> None:
-    """Raise a one-line ConfigError naming the extra when an ONNX package is missing."""
-    import importlib.util
-
-    from seqrep.errors import ConfigError
-
-    for name in modules:
-        if importlib.util.find_spec(name) is None:
-            raise ConfigError(f"ONNX export and inference need the onnx extra ({name} is "
-                              f"missing): pip install 'seqrep[onnx]'")
-
+# the export format's names (and the helpers both the exporter and the runtime use) live in
+# seqrep.export.files, which imports no other part of the export: re-exported here
+from seqrep.export.files import (  # noqa: F401
+    FORMAT_VERSION,
+    INPUTS,
+    META_FILE,
+    MODEL_FILE,
+    OUTPUTS,
+    require_onnx,
+    sha256,
+)
 
 RUNTIMES = ("auto", "torch", "onnx", "onnx-int8")
 

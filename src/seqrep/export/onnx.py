@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import io
 import logging
 import math
@@ -43,7 +42,15 @@ from typing import TYPE_CHECKING, Any
 
 import seqrep
 from seqrep.errors import ConfigError, ModelError
-from seqrep.export import FORMAT_VERSION, INPUTS, META_FILE, MODEL_FILE, OUTPUTS, require_onnx
+from seqrep.export.files import (
+    FORMAT_VERSION,
+    INPUTS,
+    META_FILE,
+    MODEL_FILE,
+    OUTPUTS,
+    require_onnx,
+    sha256,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -157,14 +164,6 @@ def _quiet_exporter() -> Iterator[None]:
         finally:
             for lg, level in zip(loggers, levels):
                 lg.setLevel(level)
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _versions() -> dict[str, str]:

@@ -63,8 +63,7 @@ def quantize_int8(export_dir: str | Path) -> Path:
     import logging
 
     from seqrep.errors import ModelError
-    from seqrep.export import META_FILE, require_onnx
-    from seqrep.export.onnx import sha256
+    from seqrep.export.files import META_FILE, require_onnx, sha256
     from seqrep.export.runtime import read_meta
     from seqrep.fileio import write_json
 

@@ -22,7 +22,7 @@ from seqrep.config import LabelerConfig
 from seqrep.encode.batch import MAX_TOKENS, Batch
 from seqrep.encode.pipeline import Encoder, EncodesSentences, per_sentence
 from seqrep.errors import ConfigError, ModelError
-from seqrep.export import META_FILE, require_onnx
+from seqrep.export.files import META_FILE, require_onnx, sha256
 from seqrep.model.backbone import BackboneInfo
 from seqrep.model.device import Placement
 
@@ -119,8 +119,6 @@ class OnnxLabeler(EncodesSentences):
             variant: a recorded variant of the graph instead of fp32: ``int8`` (written by
                 ``seqrep export --int8``, see :mod:`seqrep.export.quantize`).
         """
-        from seqrep.export.onnx import sha256
-
         _check_placement(device, precision)
         path = Path(path)
         meta = read_meta(path)

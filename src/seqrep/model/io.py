@@ -24,7 +24,7 @@ import logging
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from safetensors.torch import load_file, save_file
 
@@ -42,15 +42,17 @@ from seqrep.model.backbone import (
 if TYPE_CHECKING:
     import torch
 
-    from seqrep.model.labeler import SequenceLabeler
+    from seqrep.labeler_protocol import SavedLabeler
 
 
+# the labeler class load_labeler rebuilds (SequenceLabeler, which calls it: no import back)
+L = TypeVar("L", bound="SavedLabeler")
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 # the JSON files of a labeler folder are a few kB (a config with 2,048 labels: about 60 kB)
 MAX_JSON_BYTES = 1 << 22
 
 
-def save_labeler(labeler: SequenceLabeler, path: Path) -> Path:
+def save_labeler(labeler: SavedLabeler, path: Path) -> Path:
     """Write ``labeler`` to ``path`` atomically; returns the path."""
     with atomic_dir(path) as tmp, quiet_transformers():
         write_json(tmp / "config.json", {"seqrep_version": seqrep.__version__,
@@ -174,8 +176,7 @@ def _safetensors(path: Path) -> dict[str, torch.Tensor]:
         raise ModelError(f"{path}: not a readable safetensors file ({_first(err)})") from None
 
 
-def load_labeler(cls: type[SequenceLabeler], path: Path,
-                 trust_remote_code: bool = False) -> SequenceLabeler:
+def load_labeler(cls: type[L], path: Path, trust_remote_code: bool = False) -> L:
     """Rebuild a labeler from its folder (or a run folder's best model).
 
     Args:

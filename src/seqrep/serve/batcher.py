@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from seqrep.encode.batch import MAX_TOKENS
+from seqrep.labeler_protocol import Labeler
 from seqrep.predict import decode_logits, predict_text, split_text
 
 if TYPE_CHECKING:
     import torch
 
-    from seqrep.model.labeler import SequenceLabeler
     from seqrep.serve.metrics import Metrics
 
 log = logging.getLogger("seqrep.serve")
@@ -92,7 +92,7 @@ class Job:
 class _Cached:
     """The labeler as predict_text sees it, with the batch's logits already computed."""
 
-    def __init__(self, labeler: SequenceLabeler, cache: dict, owner: Batcher) -> None:
+    def __init__(self, labeler: Labeler, cache: dict, owner: Batcher) -> None:
         self._labeler, self._cache, self._owner = labeler, cache, owner
 
     def __getattr__(self, name: str) -> Any:
@@ -109,7 +109,7 @@ class _Cached:
         return [self._cache[tuple(s)] for s in sentences]
 
 
-def _add_word_scores(labeler: Any, records: list[dict], decoding: str | None) -> None:
+def _add_word_scores(labeler: Labeler, records: list[dict], decoding: str | None) -> None:
     """Give each sentence of ``records`` the probabilities of its tags (``scores``), decoded
     from the same logits as predict_text's, so tags and scores agree."""
     sentences = [s["words"] for r in records for s in r["sentences"]]
@@ -135,7 +135,7 @@ class Batcher:
     so does every later :meth:`submit`: no request waits for a worker that is gone.
     """
 
-    def __init__(self, labeler: SequenceLabeler, max_batch_tokens: int = MAX_TOKENS,
+    def __init__(self, labeler: Labeler, max_batch_tokens: int = MAX_TOKENS,
                  max_wait_ms: float = 10.0, max_queue: int = 256,
                  metrics: Metrics | None = None) -> None:
         self.labeler = labeler

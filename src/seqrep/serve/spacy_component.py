@@ -27,6 +27,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.util import minibatch
 
+from seqrep.labeler_protocol import Labeler
 from seqrep.predict import predict_text
 
 log = logging.getLogger("seqrep.spacy")
@@ -51,7 +52,7 @@ class SeqrepComponent:
 
     def __init__(self, nlp: Language, name: str, model: str | None,
                  decoding: str | None = None, batch_size: int = 32,
-                 labeler: Any = None) -> None:
+                 labeler: Labeler | None = None) -> None:
         if labeler is None:
             if not model:
                 raise ValueError('the seqrep component needs config={"model": RUN_DIR}')
