@@ -2,8 +2,11 @@
 
 A labeler folder may come from anyone, so loading trusts nothing it says about code: remote
 code runs only when the caller passes ``trust_remote_code=True`` (the folder's own setting is
-ignored), and a backbone or adapter without safetensors weights is refused before any library
-that could unpickle is called.
+ignored); each weight file is the exact safetensors file its loader reads (a backbone or
+adapter without it is refused before any library that could unpickle is called, and the
+adapter is read by seqrep, never by peft's loaders, which fall back to pickles); a run's own
+backbone must fill the model exactly; and what its files ask for is bounded first
+(:mod:`seqrep.model.checks`). Every refusal is one :class:`ModelError` line.
 
 Layout::
 

@@ -1,4 +1,5 @@
-"""Fine-tuning modes: which backbone weights train, and how adapters are added and reloaded.
+"""Fine-tuning modes: which backbone weights train, and how adapters are added (reloading a
+saved adapter is :func:`seqrep.model.io.load_adapter`).
 
 One unit for every architecture: peft's tuners wrap the backbone alone (so the head stays a
 plain, fully trained layer), and the attention projections to adapt are found by walking the
