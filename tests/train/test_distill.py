@@ -5,6 +5,7 @@ input is one line with nothing written."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,31 @@ def test_bad_input_is_one_line_and_writes_nothing(tiny, teacher, handful, tmp_pa
         assert code == 2, (args, err)
         assert len(err.strip().splitlines()) == 1 and named in err, (args, err)
         assert not out.exists(), args
+
+
+def test_soft_targets_mix_gold_by_word_and_follow_document_rows() -> None:
+    """The loss reads each row's words where they are ((sentence, word), as document rows
+    give them), softens both sides by T with a T^2 factor, and mixes gold only into words of
+    gold sentences; checked against a word-by-word sum."""
+    from types import SimpleNamespace
+
+    from seqrep.train.distill import SoftTargets
+
+    torch.manual_seed(0)
+    logp = [torch.log_softmax(torch.randn(3, 4), -1), torch.log_softmax(torch.randn(2, 4), -1)]
+    rows = [((0, 1), (1, 0), (1, 1)), ((0, 0), (0, 2))]
+    items = [SimpleNamespace(targets=lambda r=r: r) for r in rows]
+    logits = torch.randn(5, 4)
+    labels = torch.tensor([2, 0, 3, 1, 1])
+    T, g, gold = 2.0, 0.3, [True, False]
+    got = SoftTargets(logp, gold, T, g).loss(logits, labels, items)
+    want = 0.0
+    for k, (s, w) in enumerate(p for r in rows for p in r):
+        p = [math.exp(x / T) for x in logp[s][w].tolist()]
+        q = [math.exp(x / T) for x in logits[k].tolist()]
+        soft = -sum(pi / sum(p) * math.log(qi / sum(q)) for pi, qi in zip(p, q)) * T * T
+        z = [math.exp(x) for x in logits[k].tolist()]
+        hard = -math.log(z[labels[k]] / sum(z))
+        mix = g if gold[s] else 0.0
+        want += (1 - mix) * soft + mix * hard
+    assert float(got) == pytest.approx(want, rel=1e-5)

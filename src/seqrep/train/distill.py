@@ -55,12 +55,13 @@ class SoftTargets:
 
     def loss(self, logits: torch.Tensor, labels: torch.Tensor | None,
              items: list[Any]) -> torch.Tensor:
-        target = torch.cat([self.logp[it.sentence][list(it.segment.words)] for it in items])
-        soft = soft_cross_entropy(logits, target.to(logits.device), self.temperature)
+        places = [sw for it in items for sw in it.targets()]  # (sentence, word), read order
+        target = torch.stack([self.logp[s][w] for s, w in places]).to(logits.device)
+        soft = soft_cross_entropy(logits, target, self.temperature)
         if not self.gold_weight or labels is None:
             return soft.sum()
-        w = torch.cat([torch.full((len(it.segment.words),), self.gold_weight * self.gold[
-            it.sentence]) for it in items]).to(logits.device)
+        w = torch.tensor([self.gold_weight * self.gold[s] for s, _ in places],
+                         device=logits.device)
         hard = torch.nn.functional.cross_entropy(logits.float(), labels, reduction="none")
         return ((1 - w) * soft + w * hard).sum()
 
@@ -243,6 +244,9 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
         raise ConfigError(f"--labels {','.join(labeler_config.labels)} differ from the labels "
                           f"of teacher {teacher} ({','.join(tcfg.labels)}); leave --labels "
                           f"unset: a student learns its teacher's labels")
+    if tcfg.context != "sentence":
+        raise ConfigError(f"teacher {teacher} reads {tcfg.context} context; distilling such a "
+                          f"teacher is not supported yet (its labels depend on the document)")
     if labeler_config.task not in ("auto", tcfg.task):
         raise ConfigError(f"--task {labeler_config.task} differs from the task of teacher "
                           f"{teacher} ({tcfg.task})")
