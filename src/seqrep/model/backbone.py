@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from seqrep.errors import ModelError
+from seqrep.model.architectures import UNKNOWN, table_final_norm, table_layer_stack
 from seqrep.model.checks import (
     check_described_weights,
     check_files,
@@ -223,7 +224,11 @@ def cut_config(config: Any, exit_layer: int) -> None:
 
 
 def layer_stack(model: nn.Module) -> nn.ModuleList:
-    """The model's list of transformer blocks (the ModuleList with one entry per layer)."""
+    """The model's list of transformer blocks: where the architecture table
+    (:mod:`seqrep.model.architectures`) says, else the ModuleList with one entry per layer."""
+    table = table_layer_stack(model)
+    if table is not None:
+        return table
     n = model.config.num_hidden_layers
     found = [(name, m) for name, m in model.named_modules()
              if isinstance(m, nn.ModuleList) and len(m) == n]
@@ -233,7 +238,11 @@ def layer_stack(model: nn.Module) -> nn.ModuleList:
 
 
 def final_norm_owner(model: nn.Module) -> tuple[nn.Module, str] | None:
-    """``(parent, attribute)`` of the final norm, or None for models without one (BERT)."""
+    """``(parent, attribute)`` of the final norm, or None for models without one (BERT): as
+    the architecture table says, else found by its usual names."""
+    table = table_final_norm(model)
+    if table is not UNKNOWN:
+        return table
     for parent in (model, getattr(model, "base_model", None), getattr(model, "model", None)):
         for attr in FINAL_NORM_NAMES:
             if parent is not None and isinstance(getattr(parent, attr, None), nn.Module):

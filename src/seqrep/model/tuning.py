@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from torch import nn
 
 from seqrep.errors import ModelError
+from seqrep.model.architectures import table_lora_targets
 
 if TYPE_CHECKING:
     from seqrep.config import LabelerConfig
@@ -30,9 +31,14 @@ LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "query", "key", "value")
 
 
 def lora_targets(model: nn.Module) -> list[str]:
-    """Names of the attention projections to adapt, found by walking the modules."""
-    names = sorted({name.rsplit(".", 1)[-1] for name, m in model.named_modules()
-                    if isinstance(m, nn.Linear) and name.rsplit(".", 1)[-1] in LORA_TARGETS})
+    """Names of the attention projections to adapt: the architecture table's for the model
+    type (:mod:`seqrep.model.architectures`), else those found by walking the modules."""
+    linear = {name.rsplit(".", 1)[-1] for name, m in model.named_modules()
+              if isinstance(m, nn.Linear)}
+    table = table_lora_targets(model, linear)
+    if table:
+        return table
+    names = sorted(linear & set(LORA_TARGETS))
     if not names:
         raise ModelError(f"no attention projections named {', '.join(LORA_TARGETS)} in "
                          f"{type(model).__name__}; pass explicit LoRA target modules")
