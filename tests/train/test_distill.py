@@ -189,10 +189,11 @@ def test_bad_input_is_one_line_and_writes_nothing(tiny, teacher, handful, tmp_pa
              ([str(teacher), "--labels", "O", "--labels", "B-PER", "--labels", "I-PER"],
               "--labels"),
              ([str(teacher), "--task", "tokens"], "--task"),
-             ([str(teacher), "--temperature", "0"], "--temperature")]
+             ([str(teacher), "--temperature", "0"], "--temperature"),
+             ([str(teacher), "--student", str(tmp_path / "no-such-model")], "--student")]
     for k, (args, named) in enumerate(cases):
         out = tmp_path / f"out{k}"
-        code, err = cli(capsys, "distill", *args, *base, "-o", str(out))
+        code, err = cli(capsys, "distill", *base, *args, "-o", str(out))
         assert code == 2, (args, err)
         assert len(err.strip().splitlines()) == 1 and named in err, (args, err)
         assert not out.exists(), args

@@ -108,6 +108,26 @@ def teacher_config(run: Path) -> LabelerConfig:
     return read_config(run / "best")
 
 
+def check_student(config: LabelerConfig) -> None:
+    """The student's model configuration loads (a typo in ``--student`` is one line before the
+    teacher labels anything, not after)."""
+    from seqrep.errors import ModelError
+    from seqrep.model.backbone import quiet_transformers, resolve_source
+    from seqrep.model.checks import check_files
+
+    source = resolve_source(config.model)
+    check_files(Path(source))
+    try:
+        from transformers import AutoConfig
+
+        with quiet_transformers():
+            AutoConfig.from_pretrained(source, trust_remote_code=config.trust_remote_code)
+    except Exception as err:  # noqa: BLE001 - config loaders raise many types
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ModelError(f"--student {config.model!r}: cannot load its configuration "
+                         f"({first})") from None
+
+
 def read_unlabeled(path: Path) -> list[tuple[str, ...]]:
     """The sentences of an unlabeled file: raw text one per line, split into sentences and
     words by seqrep's rules, or ``.jsonl`` records with ``"text"`` or ``"words"`` (as
@@ -252,6 +272,7 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
                           f"{teacher} ({tcfg.task})")
     student = labeler_config.replace(labels=list(tcfg.labels), task=tcfg.task)
     extra = read_unlabeled(Path(unlabeled)) if unlabeled else []
+    check_student(student)
     if not resume:
         _check_fresh(output, overwrite, check_output)
     data = load_data(train_config, reader_options)
