@@ -24,6 +24,7 @@ from torch import nn
 
 from seqrep.encode.batch import MAX_TOKENS
 from seqrep.lab.speed import block_linears, flops_per_token, forward_flops, matmul_rate
+from seqrep.lab.tables import bench_markdown  # noqa: F401 - its home before
 
 
 @dataclass(frozen=True)
@@ -287,46 +288,3 @@ def speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 row["checksum"])
         out.append(item)
     return out
-
-
-def bench_markdown(data: dict[str, Any]) -> str:
-    """The rows of a ``seqrep bench`` JSON file as a Markdown table, with the speed-ups."""
-    cfg = data.get("config", {})
-    ceilings = data.get("ceilings") or {"fp32": data.get("matmul_gflops")}
-    rates = ", ".join(f"{p} {g} GFLOP/s" for p, g in ceilings.items())
-    out = ["### Inference benchmark", "",
-           f"{cfg.get('sentences')} sentences of {cfg.get('dataset')} {cfg.get('split')}, "
-           f"batches of at most {cfg.get('batch_size')} sentences and {cfg.get('max_tokens')} "
-           f"padded tokens, sorted by length; the fastest of {cfg.get('repeats', 1)} passes. "
-           f"Ceilings ({rates}): the fastest rate measured in each precision on the "
-           "model's own Linear products for one full batch"
-           f"{' (' + ', '.join(data['matmul_shapes']) + ')' if data.get('matmul_shapes') else ''}"
-           "; ONNX Runtime rows are set against the fp32 ceiling. "
-           "The FLOPs count only real tokens, not padding. "
-           "`full_hidden_states` is the authors' way to an early-exit state: the whole network "
-           "with every hidden state, then layer L.", "",
-           "| model | mode | precision | r | exit layer | layers run | sent/s | tokens/s "
-           "| ms/sent (alone) | padding | GFLOP/sent | share of ceiling | peak MB |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for b in data.get("rows", []):
-        out.append(f"| {b['model']} | {b['mode']} | {b.get('precision') or 'fp32'} | "
-                   f"{b['repetitions']} | {b['exit_layer'] or 'all'} | {b['layers_computed']} | "
-                   f"{b['sentences_per_second']:.1f} | {b['tokens_per_second']:.0f} | "
-                   f"{b['latency_ms']:.0f} | {100 * b['padding_waste']:.1f}% | "
-                   f"{b['flops_per_sentence'] / 1e9:.2f} | "
-                   f"{100 * b.get('share_of_ceiling', 0):.0f}% | {b['peak_memory_mb']:.0f} |")
-    if data.get("speedups"):
-        out += ["", "| r | exit layer | layers / deepest | time / deepest | speed-up vs deepest "
-                "| speed-up vs full_hidden_states | same states |",
-                "|---|---|---|---|---|---|---|"]
-    for x in data.get("speedups", []):
-        out.append(f"| {x['repetitions']} | {x['exit_layer']} | {x['layer_share']:.2f} | "
-                   f"{x['time_share']:.2f} | {x['speedup_vs_deepest']:.2f} | "
-                   f"{x.get('speedup_vs_full_forward', '-')} | {x.get('same_states', '-')} |")
-    if data.get("precision_speedups"):
-        out += ["", "| precision | r | exit layer | speed-up vs PyTorch fp32 "
-                "| exit states' checksum vs fp32 |", "|---|---|---|---|---|"]
-    for x in data.get("precision_speedups", []):
-        out.append(f"| {x['precision']} | {x['repetitions']} | {x['exit_layer']} | "
-                   f"{x['speedup_vs_fp32']:.2f} | {100 * x['checksum_rel_diff']:.3g}% |")
-    return "\n".join(out) + "\n"

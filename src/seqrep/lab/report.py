@@ -14,7 +14,7 @@ from seqrep.fileio import write_text
 from seqrep.lab.plots import plots
 from seqrep.lab.results import read_sources, unique_runs
 from seqrep.lab.stats import VARIED, group, paired, strategy, summarize
-from seqrep.lab.tables import markdown, paired_markdown
+from seqrep.lab.tables import bench_markdown, markdown, paired_markdown
 
 __all__ = ["VARIED", "group", "markdown", "paired", "paired_markdown", "plots", "report",
            "strategy", "summarize"]
@@ -62,8 +62,6 @@ def report(results: str | Path | list[str | Path], out: str | Path,
 
     auto = auto_exit_markdown(auto_exit_rows(rows))
     md += "\n" + auto if auto else ""
-    from seqrep.lab.bench import bench_markdown
-
     for data in datas:
         md += "\n" + bench_markdown(data)
     if datas:
