@@ -39,7 +39,9 @@ def test_grid_runs_records_and_skips_finished(tiny, tmp_path: Path) -> None:
     grid.write_text(yaml.safe_dump({
         "output": "runs", "models": [tiny("llama")], "datasets": [str(data)], "seeds": [1],
         "labeler": {"finetune": "frozen", "exit_layer": 2},
-        "train": {"epochs": 1, "batch_size": 8, "test_split": str(test), "head_lr": 0.01},
+        # one thread in each run's process: a second one waits more than it works here
+        "train": {"epochs": 1, "batch_size": 8, "test_split": str(test), "head_lr": 0.01,
+                  "threads": 1},
         "strategies": [{"repetitions": [0, 1]}, {"probe": True, "layers": [1, 2]}]}))
     lines: list[str] = []
     statuses = run_grid(grid, echo=lines.append)
