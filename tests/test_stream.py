@@ -74,6 +74,7 @@ def test_jsonl_input_with_text_or_words(folder: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "bad.jsonl").exists()
 
 
+@pytest.mark.integration  # a torchrun launch of two processes
 def test_two_processes_shard_and_keep_the_order(folder: Path, tmp_path: Path) -> None:
     src = tmp_path / "in.txt"
     src.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")  # 21 lines: odd
@@ -91,6 +92,7 @@ def test_two_processes_shard_and_keep_the_order(folder: Path, tmp_path: Path) ->
     assert _records(out) == predict_text(lab, TEXTS)
 
 
+@pytest.mark.integration  # a torchrun launch of two processes
 def test_two_process_evaluation_counts_every_sentence_once(tiny, tmp_path: Path) -> None:
     """7 sentences over 2 processes: the same count and F1 as one process."""
     from support import write_corpus

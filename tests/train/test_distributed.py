@@ -16,9 +16,11 @@ import torch
 from safetensors.torch import load_file
 from support import write_corpus
 
-pytestmark = pytest.mark.skipif(shutil.which("torchrun") is None and
-                                not Path(sys.executable).with_name("torchrun").exists(),
-                                reason="torchrun (torch.distributed) is not installed")
+# torchrun launches of several processes: integration
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(shutil.which("torchrun") is None and
+                                 not Path(sys.executable).with_name("torchrun").exists(),
+                                 reason="torchrun (torch.distributed) is not installed")]
 
 
 def _torchrun() -> list[str]:

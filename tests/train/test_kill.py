@@ -22,6 +22,9 @@ from pathlib import Path
 import pytest
 from support import write_corpus
 
+# child processes killed and resumed: a minute or more of training on two cores
+pytestmark = pytest.mark.integration
+
 # The child: train (or resume) one run. With "kill", call number "at" of the function named
 # "module:attribute" (counting only calls whose first argument ends with "when", if given)
 # sends SIGKILL to the child instead of returning (with "after": once the call is done).
