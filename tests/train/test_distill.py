@@ -121,6 +121,28 @@ def test_cache_resumes_without_relabeling(tiny, teacher, teacher_model, handful,
     assert torch.allclose(cached, torch.log_softmax(direct, -1), atol=1e-5)
 
 
+def test_interrupted_training_resumes_on_the_cached_labels(tiny, teacher, teacher_model,
+                                                           handful, tmp_path: Path,
+                                                           monkeypatch) -> None:
+    """Stopped after one optimizer step, the student resumes from its checkpoint and the
+    teacher is not asked again; the finished run names its teacher."""
+    out = tmp_path / "student"
+    first = distill(teacher, student(tiny), fit(handful, epochs=2, max_steps=1), out,
+                    quiet=True)
+    assert first["status"] == "interrupted" and (out / "checkpoint").is_dir()
+    teacher_name = teacher_model.config.model
+    original = SequenceLabeler.word_logits
+
+    def refuse(self, sentences, *a, **kw):  # noqa: ANN001, ANN202
+        assert self.config.model != teacher_name, "the teacher labeled again"
+        return original(self, sentences, *a, **kw)
+
+    monkeypatch.setattr(SequenceLabeler, "word_logits", refuse)
+    done = distill(teacher, student(tiny), fit(handful), out, resume=True, quiet=True)
+    assert done["status"] == "finished" and done["steps"] == 2
+    assert json.loads((out / "run.json").read_text())["distill"]["teacher"] == str(teacher)
+
+
 def test_temperature_one_is_the_soft_cross_entropy_by_hand(tiny, teacher, teacher_model,
                                                            handful, tmp_path: Path,
                                                            monkeypatch) -> None:
@@ -225,3 +247,14 @@ def test_soft_targets_mix_gold_by_word_and_follow_document_rows() -> None:
         mix = g if gold[s] else 0.0
         want += (1 - mix) * soft + mix * hard
     assert float(got) == pytest.approx(want, rel=1e-5)
+
+
+def test_several_processes_are_refused_before_anything_is_written(tiny, tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """Under torchrun every process would label and write the same cache files."""
+    from seqrep.errors import ConfigError
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ConfigError, match="one process"):
+        distill(tmp_path / "teacher", student(tiny), TrainConfig(), tmp_path / "out")
+    assert not (tmp_path / "out").exists()

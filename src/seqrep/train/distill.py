@@ -242,6 +242,9 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
     from seqrep.train.run import check_output, read_run_json, train
 
     output = Path(output).resolve()
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # every process would label and write
+        raise ConfigError("seqrep distill runs in one process for now; start it without "
+                          "torchrun / accelerate launch")
     if resume:
         if (output / "metrics.json").exists():
             return train(labeler_config, train_config, output, resume=True)
