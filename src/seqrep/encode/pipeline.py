@@ -132,8 +132,10 @@ class Encoder:
         self.label2id = {t: i for i, t in enumerate(config.labels)}
         self.context = config.context
         self.context_tokens = config.context_tokens
-        self.context_separator = tuple(separator_ids(tokenizer, config.context_separator,
-                                                     config, "context_separator"))
+        # tokenized only when used: sentence context asks the tokenizer nothing new
+        self.context_separator = tuple(separator_ids(
+            tokenizer, config.context_separator, config, "context_separator")
+            if config.context == "document" else ())
         self._lock = threading.Lock()
 
     def segments(self, words: Sequence[str]) -> list[Segment]:
