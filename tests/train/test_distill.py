@@ -258,3 +258,37 @@ def test_several_processes_are_refused_before_anything_is_written(tiny, tmp_path
     with pytest.raises(ConfigError, match="one process"):
         distill(tmp_path / "teacher", student(tiny), TrainConfig(), tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_adds_unlabeled_text_split_by_seqrep_rules(tiny, teacher, handful, tmp_path: Path,
+                                                       capsys) -> None:
+    """Raw text is split into sentences and words, JSONL words are taken as they are; the
+    teacher labels both beside the six training sentences and the student trains on all."""
+    from safetensors.torch import load_file
+
+    raw = tmp_path / "more.txt"
+    raw.write_text("Obama visited Paris. Peter left Berlin.\n\nMaria reached Tokyo\n",
+                   encoding="utf-8")
+    out = tmp_path / "student"
+    code, err = cli(capsys, "distill", str(teacher), "--student", tiny("qwen2"), "--dataset",
+                    str(handful[0]), "--eval-split", str(handful[1]), "--test-split", "",
+                    "--unlabeled", str(raw), "--max-steps", "1", "-r", "0", "--exit-layer",
+                    "2", "--quiet", "-o", str(out))
+    assert code == 0, err
+    lengths = load_file(out / "teacher-labels" / "00000.safetensors")["lengths"].tolist()
+    # 6 training sentences, then "Obama visited Paris ." "Peter left Berlin ." "Maria
+    # reached Tokyo"
+    assert lengths[6:] == [4, 4, 3]
+    run = json.loads((out / "run.json").read_text())
+    assert run["distill"]["unlabeled_sentences"] == 3
+    assert run["labeler"]["repetitions"] == 0 and run["labeler"]["exit_layer"] == 2
+    assert run["train_sentences"] == 6 + 3
+    jsonl = tmp_path / "more.jsonl"
+    jsonl.write_text('{"words": ["Boris", "left", "Madrid"]}\n', encoding="utf-8")
+    out2 = tmp_path / "student2"
+    code, err = cli(capsys, "distill", str(teacher), "--student", tiny("qwen2"), "--dataset",
+                    str(handful[0]), "--eval-split", str(handful[1]), "--test-split", "",
+                    "--unlabeled", str(jsonl), "--max-steps", "1", "--quiet", "-o", str(out2))
+    assert code == 0, err
+    assert load_file(out2 / "teacher-labels" / "00000.safetensors")["lengths"].tolist()[6:] \
+        == [3]
