@@ -115,3 +115,22 @@ def test_an_unknown_context_is_one_line_exit_2(tmp_path: Path,
     code, err = cli(capsys, "train", "--dataset", str(data), "--output",
                     str(tmp_path / "run"), "--context", "page")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "context" in err, err
+
+
+def test_exit_layer_auto_probes_with_document_context(tiny, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list = []
+    original = SequenceLabeler.layer_states
+
+    def layer_states(self, sentences, layers, batch_size=32, max_tokens=None, docs=None):
+        seen.append(docs)
+        return original(self, sentences, layers, batch_size, docs=docs)
+
+    monkeypatch.setattr(SequenceLabeler, "layer_states", layer_states)
+    train_file = with_documents(write_corpus(tmp_path / "train.txt", 24), 6)
+    lab, cfg = train_configs(tiny("llama"), (str(train_file), ""), epochs=1)
+    lab = lab.replace(context="document", context_tokens=32, exit_layer="auto")
+    metrics = train(lab, cfg.replace(test_split=None), tmp_path / "run", quiet=True)
+    assert metrics["status"] == "finished" and 1 <= metrics["exit_layer"] <= 4
+    # the training subset and the validation split, each with its document ids
+    assert len(seen) == 2 and all(d and all(x.startswith("doc") for x in d) for d in seen)
