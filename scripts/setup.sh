@@ -17,7 +17,7 @@ python -m pip install -q torch==2.13.0
 # no cached wheel fails to build it: build it here, in the venv, with setuptools_scm installed
 python -m pip install -q setuptools wheel setuptools_scm==10.3.4
 python -m pip install -q --no-build-isolation seqeval==1.2.2
-python -m pip install -q -e ".[dev,serve,spacy,onnx]"
+python -m pip install -q -e ".[dev,serve,spacy,onnx,qlora]"
 # Debian's chromium for the web page's browser test (skipped without it); never fails setup
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "setup: running as root, so also Debian's chromium with apt-get (used only by the web" >&2

@@ -131,8 +131,9 @@ class LabelerConfig(_Config):
     dropout: float = _f(0.1, "dropout before the linear head")
     padding_side: str = _f("right", "pad after (right) or before (left) the repeated sequence")
     finetune: str = _f("full", "full (all backbone weights; the CPU default), lora (adapters on "
-                               "q,k,v,o), qlora (the paper's: LoRA on a 4-bit NF4 base; needs a "
-                               "CUDA GPU and bitsandbytes) or frozen (head only)")
+                               "q,k,v,o), qlora (the paper's: LoRA on a 4-bit NF4 base; needs "
+                               "bitsandbytes able to quantize on the device: a CUDA GPU, or the "
+                               "CPU with bitsandbytes 0.50.2) or frozen (head only)")
     train_embeddings: bool = _f(False, "with finetune=full, train the input embeddings too "
                                        "(off: a quarter less time per step on CPU)")
     frozen_layers: int = _f(0, "with finetune=full, keep the lowest N transformer blocks fixed "
@@ -140,6 +141,9 @@ class LabelerConfig(_Config):
     lora_rank: int = _f(16, "LoRA rank")
     lora_alpha: int = _f(16, "LoRA alpha")
     lora_dropout: float = _f(0.1, "LoRA dropout")
+    lora_targets: list[str] = _f([], "modules LoRA adapts, by name (repeat the option or give "
+                                     "a comma list, e.g. q_proj,v_proj); empty: the attention "
+                                     "projections found in the model (q, k, v, o)")
     decoding: str = _f("constrained", "greedy (argmax per word) or constrained (Viterbi over "
                                       "valid IOB2 transitions)")
     attn_implementation: str = _f("sdpa", "attention backend: sdpa or eager")
@@ -163,6 +167,8 @@ class LabelerConfig(_Config):
         if isinstance(self.exit_layer, int) and self.exit_layer < 1:
             raise ConfigError(f"exit_layer={self.exit_layer}; expected 1 or more (or None)")
         parse_unmask(self.unmask)
+        object.__setattr__(self, "lora_targets", [t.strip() for item in self.lora_targets
+                                                  for t in str(item).split(",") if t.strip()])
         _choice("subtoken", self.subtoken, SUBTOKEN_READS)
         _choice("read", self.read, COPY_READS)
         _choice("bos", self.bos, ("auto", "yes", "no"))

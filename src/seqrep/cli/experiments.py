@@ -1,4 +1,5 @@
-"""``seqrep grid``, ``seqrep report``, ``seqrep bench`` and ``seqrep probe``."""
+"""``seqrep grid``, ``seqrep report`` and ``seqrep bench`` (layer probes run inside ``grid``
+and ``train --exit-layer auto``)."""
 
 from __future__ import annotations
 

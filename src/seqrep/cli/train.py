@@ -33,7 +33,8 @@ def _params() -> list[inspect.Parameter]:
         inspect.Parameter("recipe", kw, annotation=str | None, default=typer.Option(
             None, "--recipe", help="a whole protocol: paper (QLoRA r=16 on a 4-bit base, lr "
                                    "2e-4, weight decay 0.05, effective batch 32, 10 epochs, "
-                                   "bf16; needs a CUDA GPU); options you give still win")),
+                                   "bf16; needs bitsandbytes: a CUDA GPU, or the CPU with "
+                                   "bitsandbytes 0.50.2); options you give still win")),
         path_option("train", "training file (sets --dataset to it)"),
         path_option("validation", "validation file (sets --eval-split to it)"),
         path_option("test", "test file (sets --test-split to it)"),

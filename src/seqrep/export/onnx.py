@@ -260,8 +260,8 @@ def export_labeler(labeler: SequenceLabeler, out_dir: str | Path, opset: int = D
         raise ConfigError("ONNX export covers decoder backbones (Llama, Qwen, Gemma, ...); "
                           f"{labeler.config.model} is an encoder")
     if getattr(labeler.backbone, "is_loaded_in_4bit", False):
-        raise ConfigError("a 4-bit (qlora) backbone cannot be exported; load it on the CPU, "
-                          "where its adapter goes on the full-precision base")
+        raise ConfigError("a 4-bit (qlora) backbone cannot be exported; export_onnx puts a "
+                          "QLoRA run's adapter on the full-precision base and merges it")
     dtypes = {p.dtype for p in labeler.parameters()}
     if dtypes != {torch.float32}:
         raise ConfigError(f"ONNX export needs fp32 weights (found {sorted(map(str, dtypes))}); "
@@ -358,12 +358,15 @@ def export_onnx(labeler_dir: str | Path, out_dir: str | Path, opset: int = DEFAU
         ``out_dir``; :meth:`OnnxLabeler.from_pretrained` loads it without a torch model.
     """
     require_onnx("onnx", "onnxscript", "onnxruntime")
+    from seqrep.model.io import load_labeler
     from seqrep.model.labeler import SequenceLabeler
 
     check_export_target(out_dir, labeler_dir)  # before any work
 
-    labeler = SequenceLabeler.from_pretrained(labeler_dir, trust_remote_code, "cpu", "fp32")
-    if hasattr(labeler.backbone, "merge_and_unload"):  # LoRA: fold the adapter in
+    # a QLoRA run's adapter goes on the full-precision base, where it can be merged
+    labeler = load_labeler(SequenceLabeler, Path(labeler_dir), trust_remote_code,
+                           full_precision=True).place("cpu", "fp32")
+    if hasattr(labeler.backbone, "merge_and_unload"):  # (Q)LoRA: fold the adapter in
         labeler.backbone = labeler.backbone.merge_and_unload()
     labeler.float()
     return export_labeler(labeler, out_dir, opset, check, tolerance, str(labeler_dir),

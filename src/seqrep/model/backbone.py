@@ -10,7 +10,6 @@ layers above L are never built, loaded or computed. The cut model's output is th
 from __future__ import annotations
 
 import contextlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,6 +94,8 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
     from transformers import AutoConfig, AutoModel, AutoTokenizer
     from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
+    from seqrep.model.tuning import qlora_device
+
     source = resolve_source(name)
     kw = {"trust_remote_code": trust_remote_code}
     tokenizer_source = tokenizer or source
@@ -122,7 +123,7 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
         with quiet_transformers():
             extra = {} if quantization is None else {
                 "quantization_config": quantization,
-                "device_map": {"": int(os.environ.get("LOCAL_RANK", "0"))}}
+                "device_map": {"": qlora_device()}}
             model, loading = AutoModel.from_pretrained(
                 source, config=config, dtype=getattr(torch, dtype), use_safetensors=True,
                 attn_implementation=attn_implementation, output_loading_info=True,

@@ -12,11 +12,13 @@ Layout::
 
     DIR/config.json          LabelerConfig (labels included) + seqrep version
     DIR/head.safetensors     the linear head, fp32
-    DIR/adapter/             LoRA adapter (finetune=lora), peft format
+    DIR/adapter/             LoRA adapter (finetune=lora or qlora), peft format
     DIR/backbone/            the cut backbone's weights (finetune=full)
     DIR/tokenizer/           the tokenizer files
 
-``finetune=frozen`` and ``lora`` runs reference the base model by name and reload it.
+``finetune=frozen``, ``lora`` and ``qlora`` runs reference the base model by name and reload
+it; a QLoRA run goes on the 4-bit base where bitsandbytes can quantize, else (with a notice)
+on the full-precision base.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from seqrep.model.backbone import (
     quiet_transformers,
     require_weights,
 )
+from seqrep.model.tuning import qlora_device, qlora_problem
 
 if TYPE_CHECKING:
     import torch
@@ -179,7 +182,30 @@ def _safetensors(path: Path) -> dict[str, torch.Tensor]:
         raise ModelError(f"{path}: not a readable safetensors file ({_first(err)})") from None
 
 
-def load_labeler(cls: type[L], path: Path, trust_remote_code: bool = False) -> L:
+class FullPrecisionBase(UserWarning):
+    """A QLoRA run was loaded on its full-precision base (bitsandbytes cannot quantize here)."""
+
+
+_told: set[str] = set()  # QLoRA runs already announced as loaded on the full-precision base
+
+
+def _qlora_base(config: LabelerConfig, path: Path, full_precision: bool) -> LabelerConfig:
+    """The config to load a QLoRA run's base with: 4-bit where bitsandbytes can quantize,
+    else (saying so once per run folder) full precision, as LoRA."""
+    problem = None if full_precision else qlora_problem(qlora_device())
+    if not full_precision and problem is None:
+        return config
+    if problem and str(path) not in _told:
+        _told.add(str(path))
+        warnings.warn(f"{path} was trained with QLoRA on a 4-bit base, but {problem}: its "
+                      f"adapter goes on the full-precision base {config.model} (predictions "
+                      f"can differ slightly from training's; bitsandbytes==0.50.2 loads the "
+                      f"4-bit base on a CPU)", FullPrecisionBase, stacklevel=3)
+    return config.replace(finetune="lora")
+
+
+def load_labeler(cls: type[L], path: Path, trust_remote_code: bool = False,
+                 full_precision: bool = False) -> L:
     """Rebuild a labeler from its folder (or a run folder's best model).
 
     Args:
@@ -187,6 +213,8 @@ def load_labeler(cls: type[L], path: Path, trust_remote_code: bool = False) -> L
         path: a labeler folder or a run folder.
         trust_remote_code: allow code shipped with the backbone (the caller's decision; the
             folder's saved setting is never used).
+        full_precision: put a QLoRA run's adapter on the full-precision base even where
+            bitsandbytes could load the 4-bit one (an ONNX export merges it there).
     """
     path = model_dir(path)
     saved = read_config(path)
@@ -203,11 +231,12 @@ def load_labeler(cls: type[L], path: Path, trust_remote_code: bool = False) -> L
             require_weights(path / "adapter", (ADAPTER_WEIGHTS,), "LoRA adapter")
         base = config
         if config.finetune == "qlora":
-            import torch
-
-            # the 4-bit base needs a GPU; elsewhere the adapter goes on the full base
-            base = config if torch.cuda.is_available() else config.replace(finetune="lora")
-        backbone = cls._load_backbone(base, tokenizer=tokenizer)
+            base = _qlora_base(config, path, full_precision)
+        try:
+            backbone = cls._load_backbone(base, tokenizer=tokenizer)
+        except ModelError as err:
+            raise ModelError(f"{path}: this {config.finetune} run needs its base model "
+                             f"{config.model!r}, which cannot be loaded: {err}") from None
     labeler = cls(config.replace(finetune="frozen"), backbone)
     labeler.config = config
     if config.finetune in ("lora", "qlora"):

@@ -3,8 +3,9 @@
 ``paper`` is the protocol of Kukić et al. (EACL 2026) as released: QLoRA (4-bit NF4 base,
 LoRA r=16, alpha 16, dropout 0.1 on q, k, v, o; the head fully trained), AdamW at 2e-4 with
 weight decay 0.05, an effective batch of 32 (8 x 4 accumulated), 10 epochs with linear decay,
-the best epoch by validation micro-F1, at most 256 subtokens per copy, bf16 compute. It needs a
-CUDA GPU (bitsandbytes).
+the best epoch by validation micro-F1, at most 256 subtokens per copy, bf16 compute. It needs
+bitsandbytes able to quantize on the device: a CUDA GPU, or the CPU with bitsandbytes 0.50.2
+(``pip install 'seqrep[qlora]'``); options given with it still win (``--finetune lora``).
 """
 
 from __future__ import annotations
