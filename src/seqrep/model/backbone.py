@@ -94,7 +94,7 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
     from transformers import AutoConfig, AutoModel, AutoTokenizer
     from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
-    from seqrep.model.tuning import qlora_device
+    from seqrep.model.device import qlora_device
 
     source = resolve_source(name)
     kw = {"trust_remote_code": trust_remote_code}

@@ -133,6 +133,13 @@ class Placement:
             yield
 
 
+def qlora_device() -> str:
+    """Where a 4-bit (QLoRA) base is loaded: the local process's GPU when there is one, else
+    the CPU (bitsandbytes places it at load time; the labeler keeps it there)."""
+    return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if torch.cuda.is_available() \
+        else "cpu"
+
+
 def ran_on(labeler: object) -> dict[str, str | None]:
     """What runs a labeler's forward pass: ``{"runtime", "device", "autocast"}``, each None
     where the object does not say (a labeler-like object, or none yet)."""

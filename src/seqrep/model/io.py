@@ -43,7 +43,8 @@ from seqrep.model.backbone import (
     quiet_transformers,
     require_weights,
 )
-from seqrep.model.tuning import qlora_device, qlora_problem
+from seqrep.model.device import qlora_device
+from seqrep.model.tuning import qlora_problem
 
 if TYPE_CHECKING:
     import torch

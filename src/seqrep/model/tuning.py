@@ -27,6 +27,7 @@ from torch import nn
 
 from seqrep.errors import ConfigError, ModelError
 from seqrep.model.architectures import table_lora_targets
+from seqrep.model.device import qlora_device
 
 if TYPE_CHECKING:
     from seqrep.config import LabelerConfig
@@ -68,16 +69,6 @@ def lora_targets(model: nn.Module, wanted: Sequence[str] = ()) -> list[str]:
                          f"{type(model).__name__}; name the layers to adapt with "
                          f"--lora-targets (its linear layers: {', '.join(sorted(linear))})")
     return names
-
-
-def qlora_device() -> str:
-    """Where a 4-bit base is loaded: the local process's GPU when there is one, else the CPU."""
-    import os
-
-    import torch
-
-    return f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if torch.cuda.is_available() \
-        else "cpu"
 
 
 @functools.cache
