@@ -287,7 +287,7 @@ def test_resume_after_interruption_ends_where_an_uninterrupted_run_ends(
 
 
 @needs_bnb
-def test_evaluate_predict_serve_and_export_accept_a_qlora_run(runs, tmp_path: Path) -> None:
+def test_evaluate_predict_and_serve_accept_a_qlora_run(runs, tmp_path: Path) -> None:
     pytest.importorskip("fastapi")
     run = runs("llama")
     test = run.out.parent / "test.txt"
@@ -315,6 +315,11 @@ def test_evaluate_predict_serve_and_export_accept_a_qlora_run(runs, tmp_path: Pa
         assert r.status_code == 200, r.text
         assert [s["words"] for s in r.json()["results"][0]["sentences"]] == [SENTS[0]]
 
+
+@needs_bnb
+@pytest.mark.slow  # the ONNX exporter takes about a minute
+def test_export_merges_a_qlora_adapter_into_the_full_base(runs, tmp_path: Path) -> None:
+    run = runs("llama")
     pytest.importorskip("onnxruntime")
     out = tmp_path / "onnx"
     result = runner.invoke(app, ["export", str(run.out), "--onnx", str(out)])
