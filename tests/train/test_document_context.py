@@ -67,6 +67,15 @@ def test_a_run_with_document_context_records_saves_and_evaluates_it(
     assert again["sentences"] == 12 and again["gold_spans"] == metrics["test"]["gold_spans"]
     assert again["f1"] == pytest.approx(metrics["test"]["f1"])
     assert again["predicted_spans"] == metrics["test"]["predicted_spans"]
+    capsys.readouterr()
+    code = 0
+    try:
+        main(["evaluate", str(tmp_path / "run"), "--dataset", str(test_file), "--json"])
+    except SystemExit as ex:
+        code = ex.code
+    out = capsys.readouterr()
+    assert code in (0, None) and NOTICE not in out.err, out.err
+    assert json.loads(out.out)["f1"] == pytest.approx(metrics["test"]["f1"])
     # the training rows hold several sentences of a document, each word once
     trainer = Trainer(best.config, cfg, tmp_path / "again", load_data(cfg), quiet=True)
     assert max(len({s for s, _ in it.targets()}) for it in trainer.items) > 1
