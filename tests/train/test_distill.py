@@ -292,3 +292,25 @@ def test_cli_adds_unlabeled_text_split_by_seqrep_rules(tiny, teacher, handful, t
     assert code == 0, err
     assert load_file(out2 / "teacher-labels" / "00000.safetensors")["lengths"].tolist()[6:] \
         == [3]
+
+
+def test_report_marks_a_student_and_never_pools_it_with_plain_runs(tmp_path: Path) -> None:
+    """Two finished run folders of one configuration and seed, one of them distilled: two
+    rows, the student's mode naming its teacher's run folder."""
+    from seqrep.lab.results import read_sources
+    from seqrep.lab.stats import group
+
+    labeler = {"model": "/m/qwen2-4", "repetitions": 1, "unmask": "none", "exit_layer": 3,
+               "finetune": "full"}
+    trainer = {"dataset": "/d/train.txt", "epochs": 1, "seed": 1, "lr": 1e-3}
+    for name, f1, extra in (("plain", 0.5, {}), ("student", 0.7, {"distill": {
+            "teacher": "/runs/big-teacher", "temperature": 1.0, "gold_weight": 0.0}})):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "run.json").write_text(json.dumps(
+            {"labeler": labeler, "train": trainer, **extra}))
+        (tmp_path / name / "metrics.json").write_text(json.dumps(
+            {"status": "finished", "validation": {"f1": f1}, "train_sentences": 9,
+             "test": {"f1": f1, "sentences": 8}}))
+    rows = group(read_sources([tmp_path / "plain", tmp_path / "student"]))
+    assert sorted((r["finetune"], r["test_f1"]["mean"]) for r in rows) == [
+        ("full", pytest.approx(50.0)), ("full, distilled from big-teacher", pytest.approx(70.0))]

@@ -214,6 +214,9 @@ def run_record(folder: str | Path) -> dict[str, Any]:
                           f"{metrics.get('status')!r})")
     if "exit_search" in run:
         config["labeler"]["exit_layer"] = "auto"
+    if isinstance(run.get("distill"), dict):  # a seqrep distill student: never pooled with
+        config["distill"] = {k: run["distill"].get(k)  # plainly trained runs
+                             for k in ("teacher", "temperature", "gold_weight", "unlabeled")}
     record = {"run_id": config_hash(config), "name": folder.name, "config": config,
               "metrics": metrics, "source": str(folder)}
     problem = record_problem(record)

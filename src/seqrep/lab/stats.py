@@ -54,7 +54,8 @@ def strategy(record: dict[str, Any]) -> dict[str, Any]:
         exit_layer = record["metrics"].get("exit_layer")
     return {"rest": setting_hash(record["config"], VARIED),
             "model": Path(lab["model"]).name, "dataset": Path(tr["dataset"]).name,
-            "finetune": "probe" if probe else _finetune(lab), "r": lab["repetitions"],
+            "finetune": "probe" if probe else _finetune(lab, record["config"].get("distill")),
+            "r": lab["repetitions"],
             "unmask": lab["unmask"], "exit_layer": exit_layer, "auto_exit": auto,
             "lr": None if probe else tr.get("lr"),
             "train_sentences": record["metrics"].get("train_sentences"),
@@ -62,11 +63,15 @@ def strategy(record: dict[str, Any]) -> dict[str, Any]:
             "epochs": None if probe else tr["epochs"]}
 
 
-def _finetune(lab: dict[str, Any]) -> str:
+def _finetune(lab: dict[str, Any], distill: Any = None) -> str:
     """The fine-tuning cell: ``full``, ``lora``, ``frozen``, or ``full, 10 frozen`` when the
-    lowest layers were frozen (``frozen_layers``), so such a run never reads as plain ``full``."""
+    lowest layers were frozen (``frozen_layers``), so such a run never reads as plain ``full``;
+    a distilled student adds ``distilled from RUN`` (its teacher's run folder)."""
     n = lab.get("frozen_layers") or 0
-    return f"{lab['finetune']}, {n} frozen" if n else lab["finetune"]
+    cell = f"{lab['finetune']}, {n} frozen" if n else lab["finetune"]
+    if isinstance(distill, dict) and isinstance(distill.get("teacher"), str):
+        cell += f", distilled from {Path(distill['teacher']).name}"
+    return cell
 
 
 def _groups(records: list[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
