@@ -79,3 +79,22 @@ def test_a_registered_entry_is_consulted_before_the_heuristics(monkeypatch) -> N
     assert lora_targets(toy) == ["q_proj"]
     with pytest.raises(TypeError, match="Architecture"):
         register_architecture("toy-arch", ("layers", "norm", ()))
+
+
+def test_lora_targets_option_overrides_the_table() -> None:
+    """--lora-targets (LabelerConfig.lora_targets) wins over the table's q, k, v, o."""
+    from peft import PeftModel
+
+    from seqrep.config import LabelerConfig
+    from seqrep.model.tuning import prepare_backbone
+
+    torch.manual_seed(0)
+    llama = AutoModel.from_config(AutoConfig.for_model("llama", **SHAPE))
+    assert lora_targets(llama) == ["k_proj", "o_proj", "q_proj", "v_proj"]  # the table's
+    assert lora_targets(llama, ["up_proj", "gate_proj"]) == ["gate_proj", "up_proj"]
+    config = LabelerConfig(model="x", finetune="lora", lora_targets=["up_proj"])
+    peft = prepare_backbone(llama, config)
+    assert isinstance(peft, PeftModel)
+    adapted = {n.split(".lora_A")[0].rsplit(".", 1)[-1] for n, _ in peft.named_parameters()
+               if ".lora_A" in n}
+    assert adapted == {"up_proj"}
