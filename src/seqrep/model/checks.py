@@ -119,6 +119,7 @@ def check_described_weights(config: Any, folder: Path, **kw: Any) -> None:
                          f"config.json does not match its weights")
 
 
+SPECIAL_TOKENS = ("unk", "bos", "eos", "cls", "sep", "mask")
 PROBE_TEXT = "Obama visited Paris, 東京 and Москва 🙂 naïve café 1,000."
 
 
@@ -133,8 +134,11 @@ def check_tokenizer(tokenizer: Any, num_embeddings: int, source: str) -> None:
         ids = tokenizer(PROBE_TEXT, add_special_tokens=True)["input_ids"]
         # a pad token some tokenizer classes add past the table is tolerated: seqrep pads
         # with another id then (seqrep.model.backbone.pad_token_id)
-        vocab = [i for i in tokenizer.get_vocab().values() if i != tokenizer.pad_token_id]
-        largest = max([*vocab, *ids, 0])
+        pad = tokenizer.pad_token_id
+        vocab = [i for i in tokenizer.get_vocab().values() if i != pad]
+        # the special tokens the encoder reads (a bad one recurses inside transformers)
+        special = [getattr(tokenizer, f"{name}_token_id") for name in SPECIAL_TOKENS]
+        largest = max([*vocab, *ids, *(i for i in special if i is not None and i != pad), 0])
     except Exception as err:  # noqa: BLE001 - tokenizers raise many types on bad files
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelError(f"{source}: the tokenizer cannot encode text ({first})") from None

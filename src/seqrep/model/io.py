@@ -133,9 +133,9 @@ def load_adapter(backbone: torch.nn.Module, folder: Path) -> torch.nn.Module:
         raise ModelError(f"{cfg_file}: task_type {data['task_type']!r}; a seqrep adapter has "
                          f"none (the head is seqrep's own)")
     try:
-        config = LoraConfig.from_pretrained(str(folder))
-        config.inference_mode = True
         with quiet_transformers(), _quiet_peft():
+            config = LoraConfig.from_pretrained(str(folder))
+            config.inference_mode = True
             model = PeftModel(backbone, config)
     except Exception as err:  # noqa: BLE001 - peft validates with several error types
         raise ModelError(f"{cfg_file}: not a usable LoRA adapter config ({_first(err)})"
@@ -158,14 +158,16 @@ def load_adapter(backbone: torch.nn.Module, folder: Path) -> torch.nn.Module:
 
 @contextlib.contextmanager
 def _quiet_peft() -> Iterator[None]:
-    """Silence what importing peft and wrapping a model print beside the answer: bitsandbytes'
-    note on CPU kernels it did not find and transformers' deprecation warnings."""
+    """Silence what importing peft and wrapping a model print beside the answer or the error
+    line: bitsandbytes' note on CPU kernels it did not find, transformers' deprecation
+    warnings and peft's notes on config keys (a seqrep adapter's config is seqrep's own)."""
     logger = logging.getLogger("bitsandbytes")
     level = logger.level
     logger.setLevel(logging.ERROR)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
+            warnings.simplefilter("ignore", UserWarning)
             yield
     finally:
         logger.setLevel(level)
