@@ -167,6 +167,22 @@ def test_user_errors_are_one_line_exit_2(run_dir: Path, tmp_path: Path) -> None:
     assert wrong.returncode == 2 and "B-ORG" in wrong.stderr and "--label-map" in wrong.stderr
 
 
+def test_evaluate_counts_labels_the_model_cannot_produce_as_missed(run_dir: Path,
+                                                                    tmp_path: Path) -> None:
+    """A gold label the model does not know is a miss with a notice, as in a run's own test
+    split (only a dataset sharing no label with the model is a --label-map error)."""
+    labels = json.loads((run_dir / "run.json").read_text())["labeler"]["labels"]
+    known = next(t[2:] for t in labels if t.startswith("B-"))
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text(f"Acme B-ORG\nrises O\n\nSue B-{known}\nsings O\n")
+    result = runner.invoke(app, ["evaluate", str(run_dir), "--dataset", str(mixed), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["gold_spans"] == 2  # by hand: Acme (ORG) and Sue, both kept in the gold
+    assert data["recall"] <= 0.5  # the ORG span cannot be found
+    assert "ORG (1 span)" in result.stderr and "counted as missed" in result.stderr
+
+
 def test_models_lists_aliases() -> None:
     result = runner.invoke(app, ["models", "--json"])
     rows = json.loads(result.stdout)

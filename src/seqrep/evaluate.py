@@ -151,6 +151,21 @@ def check_labels(sentences: Sequence[Sentence], labels: Sequence[str], source: s
     Raises:
         ConfigError: gold labels the model does not know, listing both sets.
     """
+    sentences = _renamed(sentences, mapping, task)
+    known = set(labels)
+    unknown = sorted({t for s in sentences for t in s.tags if t not in known})
+    if unknown:
+        model_types = sorted({t[2:] if task == "spans" else t for t in labels if t != "O"})
+        raise ConfigError(f"{source or 'the dataset'} has labels the model does not know: "
+                          f"{', '.join(unknown)} (model labels: {', '.join(model_types)}); "
+                          f"map them with --label-map OLD=NEW")
+    return list(sentences)
+
+
+def _renamed(sentences: Sequence[Sentence], mapping: dict[str, str] | None,
+             task: str) -> list[Sentence]:
+    """Gold sentences with ``mapping``'s span label renames applied and, for ``tokens``, their
+    tags written as plain tags."""
     import dataclasses
 
     if mapping:
@@ -160,14 +175,22 @@ def check_labels(sentences: Sequence[Sentence], labels: Sequence[str], source: s
                      for s in sentences]
     if task == "tokens":
         sentences = [dataclasses.replace(s, tags=task_tags(s.tags, task)) for s in sentences]
-    known = set(labels)
-    unknown = sorted({t for s in sentences for t in s.tags if t not in known})
-    if unknown:
-        model_types = sorted({t[2:] if task == "spans" else t for t in labels if t != "O"})
-        raise ConfigError(f"{source or 'the dataset'} has labels the model does not know: "
-                          f"{', '.join(unknown)} (model labels: {', '.join(model_types)}); "
-                          f"map them with --label-map OLD=NEW")
     return list(sentences)
+
+
+def check_scored_labels(sentences: Sequence[Sentence], labels: Sequence[str], source: str = "",
+                        mapping: dict[str, str] | None = None,
+                        task: str = "spans") -> list[Sentence]:
+    """Gold labels for ``seqrep evaluate``: scored as a run's own test split is
+    (:func:`check_test_labels`: a label the model cannot produce counts as missed, with one
+    notice), unless the model knows none of the gold's labels; then the names differ
+    (``PERSON`` against ``PER``) and :func:`check_labels`' error says to map them."""
+    renamed = _renamed(sentences, mapping, task)
+    gold = {t[2:] if task == "spans" else t for s in renamed for t in s.tags if t != "O"}
+    model = {t[2:] if task == "spans" else t for t in labels if t != "O"}
+    if gold and not gold & model:
+        return check_labels(renamed, labels, source, task=task)  # raises, naming both sets
+    return check_test_labels(renamed, labels, source or "the dataset", task=task)
 
 
 def check_test_labels(sentences: Sequence[Sentence], labels: Sequence[str],

@@ -30,7 +30,7 @@ def test_train_takes_labels_from_training_data(tmp_path: Path, monkeypatch,  # n
 
     seen = {}
 
-    def fake_trainer(labeler_config, train_config, output, data, quiet):  # noqa: ANN001, ANN202
+    def fake_trainer(labeler_config, train_config, output, data, quiet, *rest):  # noqa: ANN001, ANN202
         seen.update(labels=list(labeler_config.labels), test=data.test)
         raise Stop
 

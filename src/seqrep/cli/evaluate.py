@@ -76,7 +76,7 @@ def evaluate_command(values: dict[str, Any]) -> None:
     from seqrep.data.datasets import holds_one_split
     from seqrep.data.splits import say_notes
     from seqrep.errors import ConfigError
-    from seqrep.evaluate import check_labels
+    from seqrep.evaluate import check_scored_labels
     from seqrep.evaluate import evaluate as run_eval
     from seqrep.export import load_labeler
 
@@ -92,9 +92,9 @@ def evaluate_command(values: dict[str, Any]) -> None:
     say_notes(corpus)
     labeler = load_labeler(values["run"], values["runtime"], values["trust_remote_code"],
                            values["device"], values["precision"])
-    gold = check_labels([s for s in corpus.sentences if len(s)][:limit], labeler.config.labels,
-                        corpus.name or dataset, parse_label_map(values["label_map"]),
-                        labeler.config.task)
+    gold = check_scored_labels([s for s in corpus.sentences if len(s)][:limit],
+                               labeler.config.labels, corpus.name or dataset,
+                               parse_label_map(values["label_map"]), labeler.config.task)
     if getattr(labeler.config, "context", "sentence") == "document":
         from seqrep.encode.document import missing_documents_notice
 
@@ -157,13 +157,21 @@ def write_predictions(path: Path, gold: list, pred: list[list[str]]) -> None:
     """conlleval's input: ``word gold predicted`` per word (one space between columns, a
     space inside a word written as ``_``), a blank line after each sentence; written
     atomically."""
+    from seqrep.data.tags import spans_to_tags, split_tag, strict_spans
     from seqrep.fileio import write_text
 
     def word(w: str) -> str:
         return "_".join(w.split()) or "_"
 
+    def as_scored(tags: list[str]) -> list[str]:
+        # the spans evaluation scored (seqeval strict IOB2: an I- that continues no span is in
+        # none) written as clean IOB2, so `score` reads back exactly those spans
+        if all(t == "O" or split_tag(t)[0] in ("B", "I") for t in tags):
+            return spans_to_tags(strict_spans(tags), len(tags), "IOB2")
+        return list(tags)  # plain tags (token tasks)
+
     write_text(path, "".join("".join(f"{word(w)} {g} {p}\n" for w, g, p in
-                                     zip(s.words, s.tags, tags, strict=True)) + "\n"
+                                     zip(s.words, s.tags, as_scored(tags), strict=True)) + "\n"
                              for s, tags in zip(gold, pred, strict=True)))
 
 
