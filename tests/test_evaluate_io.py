@@ -115,3 +115,31 @@ def test_training_data_counts_the_reader_notes(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert err.count("2 reader notes") == 3, err  # train, validation and test files
     assert "train.jsonl" in err and "test.jsonl" in err
+
+
+def test_predictions_are_written_as_the_spans_scored(tmp_path: Path) -> None:
+    # a stray I-PER (greedy decoding) is in no span when evaluating (seqeval strict), so the
+    # file holds O there: score reads back P 1/1, R 1/2 (F1 2/3), not a PER span
+    from seqrep.cli.evaluate import write_predictions
+    from seqrep.data.types import Sentence
+    from seqrep.evaluate import score_file
+
+    path = tmp_path / "pred.txt"
+    gold = [Sentence(["Obama", "in", "Paris"], ["B-PER", "O", "B-LOC"])]
+    write_predictions(path, gold, [["I-PER", "O", "B-LOC"]])
+    assert path.read_text(encoding="utf-8") == "Obama B-PER O\nin O O\nParis B-LOC B-LOC\n\n"
+    assert score_file(path)["f1"] == pytest.approx(2 / 3)
+
+
+def test_predictions_never_replace_other_files(folder: Path, tmp_path: Path, capsys) -> None:
+    data = write_corpus(tmp_path / "gold.txt", 4, seed=5)
+    other = tmp_path / "notes.txt"
+    other.write_text("two columns\n", encoding="utf-8")  # no 'word gold predicted' file
+    three = tmp_path / "three.txt"  # a dataset of three columns reads like predictions
+    three.write_text("Obama NNP B-PER\nleft VBD O\n", encoding="utf-8")
+    for data_file, bad in ((data, other), (three, three)):
+        code, _, err = _cli(capsys, "evaluate", folder, "--dataset", data_file,
+                            "--predictions", bad)
+        assert code == 2 and "--predictions" in err, err
+    assert other.read_text(encoding="utf-8") == "two columns\n"
+    assert three.read_text(encoding="utf-8") == "Obama NNP B-PER\nleft VBD O\n"

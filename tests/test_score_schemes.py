@@ -142,3 +142,28 @@ def test_unreadable_prediction_column_is_one_line_exit_2(
     err = capsys.readouterr().err
     assert err.startswith(f"error: {path}:{line}: predicted column: ") and expected in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_stray_i_in_iob2_gold_is_repaired_but_not_in_predictions(tmp_path: Path) -> None:
+    # one IOB2 column with a stray I-LOC (after O), in gold and in predictions: the gold is
+    # read as a file is (the stray I-LOC starts a LOC span: gold PER, LOC = 2 spans); the
+    # predictions are scored as written (the stray I-LOC is in no span: predicted PER = 1)
+    path = write(tmp_path, [[("Obama", "B-PER", "B-PER"), ("in", "O", "O"),
+                             ("Paris", "I-LOC", "I-LOC")]])
+    check(score_file(path), 1, 1, 2)
+
+
+def test_lowercase_o_in_plain_columns_is_outside(tmp_path: Path) -> None:
+    # plain labels with a lowercase o: gold runs PER, LOC; predicted PER only ('o' is no label)
+    path = write(tmp_path, [[("Obama", "PER", "PER"), ("in", "o", "o"), ("Paris", "LOC", "o")]])
+    check(score_file(path), 1, 1, 2)
+
+
+def test_cr_only_line_endings(tmp_path: Path) -> None:
+    # a file from an old Mac (lone CR ends each line): two sentences, gold PER and LOC,
+    # predicted PER (right) and PER (wrong type)
+    path = tmp_path / "pred.txt"
+    path.write_bytes(b"Obama NNP B-PER B-PER\rleft NNP O O\r\rParis NNP B-LOC B-PER\r")
+    result = score_file(path)
+    check(result, 1, 2, 2)
+    assert result["sentences"] == 2
