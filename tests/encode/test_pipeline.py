@@ -50,3 +50,53 @@ def test_training_labels_of_a_windowed_sentence() -> None:
                                                   tuple(range(13, 20))]
     assert [it.labels for it in items] == [(0, 1, 2, 3, 4, 0, 1), (2, 3, 4, 0, 1, 2),
                                            (3, 4, 0, 1, 2, 3, 4)]
+
+
+def test_the_window_fit_counts_the_separators_between_copies() -> None:
+    from seqrep.encode.pipeline import fit_positions
+    from seqrep.encode.repeat import RepeatSpec
+
+    config = LabelerConfig(model="x", repetitions=1, max_subtokens=256)
+    spec = RepeatSpec(1, prefix=(1,), suffix=(2,), separator=(3, 4))
+    # 100 positions, minus BOS, EOS and one 2-token separator between the 2 copies: 96 / 2
+    assert fit_positions(config, spec, 100).max_subtokens == 48
+    spec = RepeatSpec(2, prefix=(1,), suffix=(2,), separator=(3, 4))
+    # 3 copies, 2 separators: (100 - 1 - 1 - 4) // 3
+    assert fit_positions(config.replace(repetitions=2), spec, 100).max_subtokens == 31
+
+
+def test_a_word_longer_than_the_window_is_cut_to_the_window() -> None:
+    tok = _byte_bpe_tokenizer()
+    enc = Encoder(tok, LabelerConfig(model="x", repetitions=0, bos="no", max_subtokens=8),
+                  pad_id=0)
+    (seg,) = enc.segments(["1996199619961996"])
+    # 17 tokens (a lone "Ġ", then one per digit), cut to the 8 a copy holds
+    assert tok.convert_ids_to_tokens(list(seg.input_ids)) == ["Ġ", "1", "9", "9", "6", "1",
+                                                               "9", "9"]
+
+
+def test_sentence_context_never_tokenizes_the_context_separator() -> None:
+    tok = _byte_bpe_tokenizer()
+    texts: list = []
+
+    class Recording:
+        def __getattr__(self, name: str):  # noqa: ANN204
+            return getattr(tok, name)
+
+        def __call__(self, text, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN204
+            texts.append(text)
+            return tok(text, *args, **kwargs)
+
+    Encoder(Recording(), LabelerConfig(model="x", context_separator="@@"), pad_id=0)
+    assert all("@@" not in str(x) for x in texts)
+
+
+def test_a_row_counts_the_sentences_whose_first_word_it_reads() -> None:
+    from seqrep.encode.pipeline import Item
+    from seqrep.encode.repeat import Segment
+
+    seg = Segment((7, 8, 9), (0, 1, 2), ((0,), (1,), (2,)))
+    assert Item(5, seg).starts == 1
+    assert Item(5, Segment((7, 8), (3, 4), ((0,), (1,)))).starts == 0
+    # a document row: the end of sentence 5, then sentences 6 and 7 from their first words
+    assert Item(5, seg, places=((5, 3), (6, 0), (7, 0))).starts == 2
