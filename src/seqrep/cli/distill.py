@@ -8,7 +8,6 @@ Every option of ``seqrep train`` is an option here too (``--model`` is ``--stude
 from __future__ import annotations
 
 import inspect
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,7 @@ from typing import Any
 import typer
 
 from seqrep.cli import train as train_cli
-from seqrep.cli.options import command, config_values
-from seqrep.config import LabelerConfig, ReaderConfig, TrainConfig
+from seqrep.cli.options import command
 
 NOT_HERE = ("model", "recipe", "ctx")
 
@@ -52,28 +50,14 @@ def distill_command(values: dict[str, Any]) -> None:
 
     from seqrep.train.distill import distill
 
-    for name, key in (("train", "dataset"), ("validation", "eval_split"),
-                      ("test", "test_split")):
-        if values.get(name):
-            values[key] = values[name]
     values["model"] = values["student"]
-    labeler = LabelerConfig(**config_values(LabelerConfig, values, train_cli.SKIP_LABELER))
-    cfg = TrainConfig(**config_values(TrainConfig, values))
-    reader = ReaderConfig(**config_values(ReaderConfig, values, ("format",)))
+    labeler, cfg, reader = train_cli.configs(values)
     torch.set_num_threads(cfg.threads or os.cpu_count() or 1)
     metrics = distill(values["teacher"], labeler, cfg, values["output"],
                       values["temperature"], values["gold_weight"], values["unlabeled"],
                       overwrite=values["overwrite"], resume=values["resume"],
                       quiet=values["quiet"], reader_options=reader.options())
-    if values.get("as_json"):
-        summary = {k: metrics.get(k) for k in ("status", "task", "decoding", "train_seconds")}
-        if metrics.get("validation"):
-            summary["validation_f1"] = metrics["validation"]["f1"]
-        if metrics.get("test"):
-            summary["test_f1"] = metrics["test"]["f1"]
-        typer.echo(json.dumps(summary))
-        return
-    typer.echo(train_cli.summary_line(metrics, values["output"]))
+    typer.echo(train_cli.outcome(metrics, values))
 
 
 distill = command(distill_command, _params(), distill_command.__doc__ or "")

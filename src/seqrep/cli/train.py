@@ -60,13 +60,7 @@ def train_command(values: dict[str, Any]) -> None:
 
     from seqrep.train import train
 
-    for name, field in (("train", "dataset"), ("validation", "eval_split"),
-                        ("test", "test_split")):
-        if values.get(name):
-            values[field] = values[name]
-    labeler = LabelerConfig(**config_values(LabelerConfig, values, SKIP_LABELER))
-    cfg = TrainConfig(**config_values(TrainConfig, values))
-    reader = ReaderConfig(**config_values(ReaderConfig, values, ("format",)))
+    labeler, cfg, reader = configs(values)
     if values.get("recipe"):
         from typer._click.core import ParameterSource
 
@@ -80,15 +74,32 @@ def train_command(values: dict[str, Any]) -> None:
     metrics = train(labeler, cfg, values["output"], overwrite=values["overwrite"],
                     resume=values["resume"], quiet=values["quiet"],
                     reader_options=reader.options())
+    typer.echo(outcome(metrics, values))
+
+
+def configs(values: dict[str, Any]) -> tuple[LabelerConfig, TrainConfig, ReaderConfig]:
+    """The configs a training command's options give (``--train``, ``--validation`` and
+    ``--test`` set the dataset and splits they name)."""
+    for name, field in (("train", "dataset"), ("validation", "eval_split"),
+                        ("test", "test_split")):
+        if values.get(name):
+            values[field] = values[name]
+    return (LabelerConfig(**config_values(LabelerConfig, values, SKIP_LABELER)),
+            TrainConfig(**config_values(TrainConfig, values)),
+            ReaderConfig(**config_values(ReaderConfig, values, ("format",))))
+
+
+def outcome(metrics: dict[str, Any], values: dict[str, Any]) -> str:
+    """What a training command prints last: the JSON summary with ``--json``, else
+    :func:`summary_line`."""
     if values.get("as_json"):  # scores are fractions (0..1) in every JSON seqrep writes
         summary = {k: metrics.get(k) for k in ("status", "task", "decoding", "train_seconds")}
         if metrics.get("validation"):
             summary["validation_f1"] = metrics["validation"]["f1"]
         if metrics.get("test"):
             summary["test_f1"] = metrics["test"]["f1"]
-        typer.echo(json.dumps(summary))
-        return
-    typer.echo(summary_line(metrics, values["output"]))
+        return json.dumps(summary)
+    return summary_line(metrics, values["output"])
 
 
 def summary_line(metrics: dict[str, Any], output: Path) -> str:
