@@ -30,3 +30,16 @@ def test_matmul_rate_takes_the_device_and_dtype() -> None:
 def test_peaks_and_rounding() -> None:
     assert table_peak("NVIDIA H100 PCIe") == 756.0 and table_peak("cpu") is None
     assert sig(0.000123456) == 0.0001235 and sig(987.654, 3) == 988.0
+
+
+def test_a_packed_4bit_weight_counts_as_its_full_precision_self() -> None:
+    """A 4-bit layer stores its weights packed (bitsandbytes: ``in * out / 2`` bytes in one
+    column); the FLOP count takes ``in * out`` from the layer's shape, not the stored size."""
+    cfg = LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=8)
+    model = AutoModel.from_config(cfg)
+    for layer in model.layers:
+        layer.mlp.down_proj.weight = torch.nn.Parameter(
+            torch.zeros(48 * 32 // 2, 1, dtype=torch.uint8), requires_grad=False)
+    per_block = 32 * 32 + 2 * 32 * 16 + 32 * 32 + 3 * 32 * 48  # by hand, as full precision
+    assert flops_per_token(model)[0] == 2 * per_block
