@@ -87,3 +87,22 @@ def test_a_good_store_reads(tmp_path: Path) -> None:
                      encoding="utf-8")
     with pytest.raises(DataError, match=r"r\.jsonl:1: \"config\.train\.seed\" is '1'"):
         read_sources([store])
+
+
+@pytest.mark.parametrize(("metrics", "problem"), [
+    ({**RECORD["metrics"], "test": {"f1": "x"}}, "\"metrics.test.f1\" is 'x'; expected a number"),
+    ([1], "metrics.json is not an object"),
+], ids=["f1-string", "metrics-list"])
+def test_report_on_a_bad_run_folder_is_one_line(metrics: object, problem: str, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture) -> None:
+    """A run folder's run.json / metrics.json are checked as a store's records are."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "run.json").write_text(json.dumps(RECORD["config"]), encoding="utf-8")
+    (folder / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
+    code, err = _report(folder, tmp_path / "out", capsys)
+    assert code == 2 and "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {folder}: "), err
+    assert problem in lines[0], err
+    assert not (tmp_path / "out" / "results.md").exists()
