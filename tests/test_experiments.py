@@ -175,6 +175,18 @@ def test_probe_scores_each_layer(tiny, tmp_path: Path) -> None:
     assert json.loads((tmp_path / "p" / "probe.json").read_text())[1]["layer"] == 3
 
 
+
+def test_probe_records_the_layers_middle_unmasked(tiny, tmp_path: Path) -> None:
+    from seqrep.config import LabelerConfig, TrainConfig
+    from seqrep.lab.probe import run_probe
+
+    data = write_corpus(tmp_path / "train.txt", 20)
+    out = run_probe(LabelerConfig(model=tiny("llama", 12), repetitions=1, unmask="middle"),
+                    TrainConfig(dataset=str(data), test_split=None), [2, 6], None, epochs=1)
+    # 12 layers: c = 2 * floor(12 / 6) = 4, the middle is layers 6 - 1 - 2 = 3 .. 6 + 2 = 8 of
+    # the full depth; the probe runs the model cut at its deepest layer (6), keeping 3, 4, 5
+    assert [r["unmasked_layers"] for r in out] == [[3, 4, 5], [3, 4, 5]]
+
 def test_bench_cut_equals_full_forward_state(tiny) -> None:
     from support import WORDS
 
