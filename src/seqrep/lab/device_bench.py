@@ -22,7 +22,6 @@ from seqrep.lab.speed import (
     peak_allocated,
     reset_memory,
     sig,
-    sync,
     time_passes,
 )
 from seqrep.lab.synthetic import CONFIGS, CONLL_TAGS, make_labeler, quantized_backbone
@@ -119,14 +118,8 @@ def train_step_row(labeler: Any, sentences: list[list[list[int]]], device: torch
         return float(loss.detach())
 
     reset_memory(device)
-    losses = [step()]  # warm-up (also allocates the optimizer state)
-    times = []
-    for _ in range(max(1, repeats)):
-        sync(device)
-        t0 = time.perf_counter()
-        losses.append(step())
-        sync(device)
-        times.append(time.perf_counter() - t0)
+    losses: list[float] = []  # the first is the warm-up's (it allocates the optimizer state)
+    times = time_passes(lambda _: losses.append(step()), [batch], device, repeats)
     labeler.eval()
     seconds = min(times)
     real = sum(lengths)
