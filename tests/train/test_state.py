@@ -155,3 +155,25 @@ def test_last_step_of_a_token_budget_run_has_a_learning_rate(tiny, tmp_path: Pat
     n = sum(plans)
     assert rates == [pytest.approx((n - s) / n) for s in range(n)]
     assert math.isclose(rates[-1], 1 / n)
+
+
+def test_a_state_or_run_file_past_its_bound_is_refused_unparsed(tmp_path: Path) -> None:
+    from seqrep.config import LabelerConfig, TrainConfig
+    from seqrep.errors import SeqrepError
+    from seqrep.fileio import write_json
+    from seqrep.train.run import read_run_json
+
+    model, opt = _stepped()
+    (tmp_path / "checkpoint").mkdir()
+    # valid JSON padded past 16 MiB (1 << 24 bytes): refused for its size, before parsing
+    (tmp_path / "checkpoint" / "state.json").write_text("{}" + " " * (1 << 24))
+    with pytest.raises(SeqrepError, match="larger than 16777216 bytes"):
+        load_checkpoint(tmp_path / "checkpoint", model, opt)
+    # a valid run.json padded past 1 MiB (1 << 20 bytes) is no run.json either
+    write_json(tmp_path / "run.json", {"labeler": LabelerConfig().to_dict(),
+                                       "train": TrainConfig().to_dict()})
+    read_run_json(tmp_path)  # the same content unpadded is one
+    with open(tmp_path / "run.json", "a") as f:
+        f.write(" " * (1 << 20))
+    with pytest.raises(SeqrepError, match="larger than 1048576 bytes"):
+        read_run_json(tmp_path)
