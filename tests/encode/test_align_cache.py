@@ -15,6 +15,7 @@ def test_cache_holds_at_most_cache_size_words(tiny) -> None:
     for i in range(200):
         words([f"w{i}a", f"w{i}b", "Paris"])  # 401 distinct words, "Paris" in every call
         assert len(words._cache) <= 8
+    assert len(words._cache) == 8  # 401 distinct words seen: full, not fewer
     assert "Paris" in words._cache  # used all along: never the least recent
     assert "w0a" not in words._cache
 
