@@ -98,3 +98,18 @@ def test_docs_pages_load_nothing_from_the_internet(client) -> None:
         for url in urls:
             r = client.get(url)
             assert r.status_code == 200 and len(r.content) > 100, url
+
+
+def test_docs_assets_share_the_static_metrics_label(labeler) -> None:
+    """Each /docs-assets/ file is counted under the fixed route "/static", so a client asking
+    for made-up asset names cannot add a metrics series per path (nor land in "unmatched")."""
+    with TestClient(create_app(labeler=labeler), raise_server_exceptions=False) as c:
+        html = c.get("/docs").text
+        assets = sorted(set(re.findall(r"/docs-assets/[^\"'\s]+", html)))
+        assert assets, html
+        for url in assets + ["/docs-assets/made-up.js"]:
+            c.get(url)
+        metrics = c.get("/metrics").text
+    routes = set(re.findall(r'seqrep_requests_total\{[^}]*route="([^"]*)"', metrics))
+    assert "/static" in routes and not [r for r in routes if "docs-assets" in r], routes
+    assert "unmatched" not in routes, routes
