@@ -186,3 +186,33 @@ def test_job_taken_into_a_forming_batch_is_dropped_when_its_client_leaves(labele
         gone.result(BOUND)
     assert [s for call in counted.calls for s in call] == [("Kept",)]
     assert batcher.abandoned == 1
+
+
+def test_cancelled_request_task_drops_its_queued_job(labeler, proxy, gate, serving,
+                                                     until) -> None:
+    """A request task cancelled while its job waits in the queue takes the job out at once,
+    as a client's disconnect does: the queue is empty and the drop counted before the worker
+    (held on another batch) could reach it."""
+    def hold(sentences):  # noqa: ANN001, ANN202
+        if ("Held",) in [tuple(s) for s in sentences]:
+            gate.wait(BOUND)
+
+    counted = proxy(labeler, hold)
+    app = create_app(labeler=counted, settings=ServeSettings(max_wait_ms=0))
+
+    async def main() -> None:
+        async with serving(app) as c:
+            state, batcher = app.state.seqrep, app.state.seqrep.batcher
+            held = asyncio.ensure_future(c.post("/v1/label", json={"words": [["Held"]]}))
+            await asyncio.to_thread(until, lambda: len(counted.calls) == 1, BOUND)
+            task = asyncio.ensure_future(state.label(["Cancelled work"], True, None))
+            await asyncio.to_thread(until, lambda: batcher.depth == 1, BOUND)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert batcher.depth == 0 and batcher.abandoned == 1  # the worker is still held
+            gate.set()
+            assert (await asyncio.wait_for(held, BOUND)).status_code == 200
+        assert [s for call in counted.calls for s in call] == [("Held",)]
+
+    asyncio.run(main())
