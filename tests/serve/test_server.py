@@ -116,3 +116,24 @@ def test_shutdown_finishes_the_request_being_computed(labeler, proxy, gate) -> N
         sender.join(BOUND)
     assert answer["r"].status_code == 200
     assert answer["r"].json()["results"][0]["text"] == "Obama left Paris."
+
+
+def test_next_request_on_a_kept_alive_connection_has_its_own_deadline(labeler) -> None:
+    """After a response the timer starts again: a second request trickled a header line at a
+    time is cut off at the deadline (uvicorn's keep-alive, set far longer here, restarts on
+    every byte and would keep it open)."""
+    deadline = 0.5
+    app = create_app(labeler=labeler)
+    with running(app, request_timeout_s=deadline, keep_alive_s=60) as (base, _):
+        with socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1]))) as conn:
+            conn.settimeout(BOUND)
+            conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = b""
+            while not answer.endswith(b"}"):  # the whole first response (a JSON body)
+                answer += conn.recv(4096)
+            conn.sendall(b"POST /v1/label HTTP/1.1\r\nHost: x\r\n")
+            for _ in range(6):  # 1.5 deadlines of trickle
+                with contextlib.suppress(OSError):  # closed by the server already
+                    conn.sendall(b"X-a: b\r\n")
+                time.sleep(deadline / 4)
+            assert _closed_by_server(conn, 5), "the second request had no deadline"
