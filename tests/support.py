@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    import pytest
 
 CORPUS = [
     "Obama visited Paris and Berlin last week .",
@@ -140,3 +144,18 @@ def train_configs(model: str, corpus: tuple[str, str], finetune: str = "full", *
               head_lr=1e-2, seed=7)
     kw.update(train_kw)
     return lab, TrainConfig(**kw)
+
+
+def cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
+    """Run ``seqrep ARGS`` in this process, its console script's entry point: (exit code,
+    stdout, stderr)."""
+    from seqrep.cli.app import main
+
+    capsys.readouterr()
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as ex:
+        code = ex.code if isinstance(ex.code, int) else 1
+    out = capsys.readouterr()
+    return code, out.out, out.err

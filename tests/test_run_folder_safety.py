@@ -10,9 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support import write_corpus
-
-from seqrep.cli.app import main
+from support import cli, write_corpus
 
 PAYLOAD = """import pathlib
 pathlib.Path({marker!r}).write_text("ran")
@@ -20,18 +18,6 @@ from transformers import LlamaConfig
 class EvilConfig(LlamaConfig):
     model_type = "evil"
 """
-
-
-def cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
-    """Run ``seqrep ARGS`` in this process: (exit code, stdout, stderr)."""
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as ex:
-        code = ex.code if isinstance(ex.code, int) else 1
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def evil_model(tiny, root: Path, marker: Path) -> Path:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from support import write_corpus
+from support import cli, write_corpus
 from typer.testing import CliRunner
 
 from seqrep.cli.app import app
@@ -123,20 +123,6 @@ def runs(tiny, tmp_path_factory: pytest.TempPathFactory):
             done[family] = _qlora_run(tiny(family), tmp_path_factory.mktemp(f"q-{family}"))
         return done[family]
     return get
-
-
-def _cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
-    """Run the console script's entry point in-process: (exit code, stdout, stderr)."""
-    from seqrep.cli.app import main
-
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _best(run: Run) -> dict:
@@ -344,7 +330,7 @@ def test_a_run_whose_base_is_missing_names_the_base(runs, tmp_path: Path, capsys
     (copy / "config.json").write_text(json.dumps(config))
     with pytest.raises(ModelError, match=r"needs its base model '.*gone-base'"):
         SequenceLabeler.from_pretrained(copy)
-    code, out, err = _cli(capsys, "evaluate", str(copy), "--dataset",
+    code, out, err = cli(capsys, "evaluate", str(copy), "--dataset",
                           str(runs("llama").out.parent / "test.txt"))
     assert code == 2 and not out
     assert len(err.strip().splitlines()) == 1 and "needs its base model" in err, err
@@ -366,7 +352,7 @@ def test_qlora_without_bitsandbytes_is_one_line_and_writes_nothing(
     data = write_corpus(tmp_path / "train.txt", 12)
     out = tmp_path / "run"
     for extra in (["--finetune", "qlora"], ["--recipe", "paper"]):
-        code, stdout, err = _cli(capsys, "train", "--model", tiny("llama"), "--dataset",
+        code, stdout, err = cli(capsys, "train", "--model", tiny("llama"), "--dataset",
                                  str(data), *extra, "--epochs", "1", "-o", str(out), "--quiet")
         assert code == 2 and not stdout, err
         assert len(err.strip().splitlines()) == 1, err
@@ -396,7 +382,7 @@ def test_lora_targets_option(tiny, tmp_path: Path, capsys) -> None:
         str(tmp_path / "a" / "best" / "adapter" / "adapter_model.safetensors"))}
     assert adapted == {"gate_proj", "q_proj", "v_proj"}
 
-    code, out, err = _cli(capsys, *base, "--lora-targets", "q_proj,nope", "-o",
+    code, out, err = cli(capsys, *base, "--lora-targets", "q_proj,nope", "-o",
                           str(tmp_path / "b"))
     assert code == 2 and not out
     assert len(err.strip().splitlines()) == 1, err
