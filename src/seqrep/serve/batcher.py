@@ -219,7 +219,7 @@ class Batcher:
     # ----------------------------------------------------------------- worker thread
     def _gauge(self) -> None:
         if self.metrics is not None:
-            self.metrics.queue_depth.set(len(self._queue) + (self._carry is not None))
+            self.metrics.queue_depth.set(self.depth)  # _cv is reentrant
 
     def _dropped(self, n: int) -> None:
         self.abandoned += n
