@@ -314,3 +314,31 @@ def test_report_marks_a_student_and_never_pools_it_with_plain_runs(tmp_path: Pat
     rows = group(read_sources([tmp_path / "plain", tmp_path / "student"]))
     assert sorted((r["finetune"], r["test_f1"]["mean"]) for r in rows) == [
         ("full", pytest.approx(50.0)), ("full, distilled from big-teacher", pytest.approx(70.0))]
+
+
+def test_a_cache_chunk_of_other_sentences_is_labeled_again(tmp_path: Path) -> None:
+    from seqrep.train.distill import label_cache
+
+    class Teacher:  # logits [len(word), 0, 0] per word
+        def word_logits(self, sentences, batch_size):  # noqa: ANN001, ANN202
+            return [torch.tensor([[float(len(w)), 0.0, 0.0] for w in s]) for s in sentences]
+
+    loads: list[int] = []
+
+    def load() -> Teacher:
+        loads.append(1)
+        return Teacher()
+
+    label_cache(load, [("a", "bb")], tmp_path, 3, quiet=True)
+    # same file name, same lengths and labels, other words: the chunk's digest differs
+    (got,), speed = label_cache(load, [("ccc", "d")], tmp_path, 3, quiet=True)
+    assert len(loads) == 2 and speed["teacher_labeled_sentences"] == 1
+    # log-softmax of [3, 0, 0] and [1, 0, 0], by hand
+    e3, e1 = math.exp(3), math.exp(1)
+    want = [[3 - math.log(e3 + 2), -math.log(e3 + 2), -math.log(e3 + 2)],
+            [1 - math.log(e1 + 2), -math.log(e1 + 2), -math.log(e1 + 2)]]
+    assert torch.allclose(got, torch.tensor(want), atol=1e-6)
+    # the same sentences again come from the cache, the teacher not loaded
+    (again,), speed = label_cache(load, [("ccc", "d")], tmp_path, 3, quiet=True)
+    assert len(loads) == 2 and speed["teacher_labeled_sentences"] == 0
+    assert torch.allclose(again, torch.tensor(want), atol=1e-6)
