@@ -232,3 +232,14 @@ def test_byte_order_marks_are_no_text(lab: SequenceLabeler, tmp_path: Path) -> N
     out = tmp_path / "out.jsonl"
     predict_file(lab, src, out)
     assert [r["text"] for r in _records(out)] == ["Obama left", "Paris"]
+
+
+def test_a_jsonl_dataset_is_no_seqrep_output(folder: Path, tmp_path: Path, capsys) -> None:
+    # JSON lines with "text" and "spans" but no "sentences": a dataset, never replaced
+    out = tmp_path / "gold.jsonl"
+    gold = '{"text": "Obama left", "spans": [{"start": 0, "end": 5, "label": "PER"}]}\n'
+    out.write_text(gold, encoding="utf-8")
+    code, _, err = _cli(capsys, "predict", folder, "--input", _source(tmp_path, TEXTS[:2]),
+                        "--output", out)
+    _refused(code, err, "--overwrite", str(out))
+    assert out.read_text(encoding="utf-8") == gold
