@@ -243,3 +243,16 @@ def test_a_jsonl_dataset_is_no_seqrep_output(folder: Path, tmp_path: Path, capsy
                         "--output", out)
     _refused(code, err, "--overwrite", str(out))
     assert out.read_text(encoding="utf-8") == gold
+
+
+def test_a_training_checkpoint_is_no_part_of_a_runs_identity(tmp_path: Path) -> None:
+    from seqrep.stream import run_identity
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "model.safetensors").write_bytes(b"w")
+    before = run_identity(run, decoding=None)
+    (run / "checkpoint").mkdir()
+    (run / "checkpoint" / "model.safetensors").write_bytes(b"still training")
+    assert run_identity(run, decoding=None) == before
+    assert [f[0] for f in before["files"]] == ["model.safetensors"]
