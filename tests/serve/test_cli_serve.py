@@ -91,6 +91,26 @@ def test_device_and_precision_reach_the_model(labeler_dir: Path, serving) -> Non
     assert (info["device"], info["autocast"]) == ("cpu", "bf16")
 
 
+def test_serve_passes_device_and_precision_to_the_app(labeler_dir: Path, capsys,
+                                                     monkeypatch) -> None:
+    """`seqrep serve --device cpu --precision fp32` hands both to the app it builds (on a CPU
+    machine `auto` would give the same placement, so the arguments themselves are checked)."""
+    import seqrep.serve.app
+    from seqrep.errors import ConfigError
+
+    seen: dict = {}
+
+    def record(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen.update(kwargs)
+        raise ConfigError("recorded")
+
+    monkeypatch.setattr(seqrep.serve.app, "create_app", record)
+    code, err = _main(["serve", str(labeler_dir), "--port", str(free_port()), "--device", "cpu",
+                       "--precision", "fp32"], capsys)
+    assert code == 2 and "recorded" in err
+    assert (seen["device"], seen["precision"]) == ("cpu", "fp32")
+
+
 def test_console_script_serves_and_stops_on_sigterm(labeler_dir: Path, texts) -> None:
     """One real process (the console script's way in): it answers, and SIGTERM stops it
     cleanly. That a shutdown finishes the request being computed is tested without timing in
