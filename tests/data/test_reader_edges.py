@@ -52,6 +52,16 @@ def test_double_bom_does_not_make_docstart_a_sentence(tmp_path: Path) -> None:
     assert corpus[0].doc_id == "doc1"
 
 
+def test_a_mark_inside_joined_files_does_not_make_docstart_a_sentence(tmp_path: Path) -> None:
+    # two files joined by cat, the second saved with a byte-order mark: two documents
+    path = tmp_path / "x.txt"
+    path.write_bytes(b"-DOCSTART- -X- O O\n\nObama NNP B-NP B-PER\n\n"
+                     b"\xef\xbb\xbf-DOCSTART- -X- O O\n\nParis NNP B-NP B-LOC\n")
+    corpus = read_conll(path)
+    assert [s.words for s in corpus] == [("Obama",), ("Paris",)]
+    assert [s.doc_id for s in corpus] == ["doc1", "doc2"]
+
+
 def _jsonl(tmp_path: Path, *records: dict) -> Path:
     path = tmp_path / "x.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
