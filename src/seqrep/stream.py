@@ -54,13 +54,9 @@ def read_lines(path: Path, skip: int = 0) -> Iterator[tuple[int, str]]:
                 raise DataError(path, f"not valid UTF-8 (byte {err.start})", n) from None
 
 
-def count_lines(path: Path) -> int:
-    """Lines in a file (a last line without ``\\n`` counts)."""
-    return scan(path)[0]
-
-
 def scan(path: Path) -> tuple[int, int, str]:
-    """``(lines, bytes, SHA-256 hex)`` of a file, in one pass."""
+    """``(lines, bytes, SHA-256 hex)`` of a file, in one pass (a last line without ``\\n``
+    counts)."""
     n, size, last, digest = 0, 0, b"\n", hashlib.sha256()
     try:
         with open(path, "rb") as f:
