@@ -23,3 +23,10 @@ class ConfigError(SeqrepError):
 
 class ModelError(SeqrepError):
     """A model that cannot be found, installed or used as asked."""
+
+
+def first_line(err: BaseException) -> str:
+    """The first line of an error's message (its type's name when it has none): what a
+    one-line refusal quotes of an error raised by a library reading an untrusted file."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

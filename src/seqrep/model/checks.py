@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from seqrep.errors import ModelError
+from seqrep.errors import ModelError, first_line
 
 # small JSON settings files; tokenizer.json and vocabularies may be large, never unbounded
 SETTINGS_FILES = ("config.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -109,9 +109,8 @@ def check_described_weights(config: Any, folder: Path, **kw: Any) -> None:
             model = AutoModel.from_config(config, **kw)
         described = sum(p.numel() for p in model.parameters())
     except Exception as err:  # noqa: BLE001 - model constructors validate with many types
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelError(f"{folder}: config.json does not describe a buildable model "
-                         f"({first})") from None
+                         f"({first_line(err)})") from None
     held = stored_elements(folder)
     if described > held:
         raise ModelError(f"{folder}: config.json describes {described:,} weights but the "
@@ -140,8 +139,8 @@ def check_tokenizer(tokenizer: Any, num_embeddings: int, source: str) -> None:
         special = [getattr(tokenizer, f"{name}_token_id") for name in SPECIAL_TOKENS]
         largest = max([*vocab, *ids, *(i for i in special if i is not None and i != pad), 0])
     except Exception as err:  # noqa: BLE001 - tokenizers raise many types on bad files
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ModelError(f"{source}: the tokenizer cannot encode text ({first})") from None
+        raise ModelError(f"{source}: the tokenizer cannot encode text "
+                         f"({first_line(err)})") from None
     if not isinstance(largest, int) or largest >= num_embeddings:
         raise ModelError(f"{source}: the tokenizer produces token id {largest} but the model "
                          f"has {num_embeddings} embeddings; the tokenizer does not belong to "

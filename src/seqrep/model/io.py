@@ -35,7 +35,7 @@ from safetensors.torch import load_file, save_file
 
 import seqrep
 from seqrep.config import LabelerConfig
-from seqrep.errors import ConfigError, ModelError
+from seqrep.errors import ConfigError, ModelError, first_line
 from seqrep.fileio import atomic_dir, write_json
 from seqrep.model.backbone import (
     SAFETENSORS_NAMES,
@@ -95,7 +95,7 @@ def read_json(path: Path, what: str) -> object:
             raise ValueError(f"larger than {MAX_JSON_BYTES} bytes")
         return json.loads(raw.decode("utf-8"))
     except (OSError, ValueError, RecursionError) as err:
-        raise ModelError(f"{path}: not {what} ({_first(err)})") from None
+        raise ModelError(f"{path}: not {what} ({first_line(err)})") from None
 
 
 def read_config(path: Path) -> LabelerConfig:
@@ -111,7 +111,7 @@ def read_config(path: Path) -> LabelerConfig:
     try:
         return LabelerConfig.from_dict(data["labeler"])
     except (ValueError, TypeError, RecursionError) as err:
-        raise ModelError(f"{cfg}: not a seqrep labeler config ({_first(err)})") from None
+        raise ModelError(f"{cfg}: not a seqrep labeler config ({first_line(err)})") from None
     except ConfigError as err:
         raise ModelError(f"{cfg}: {err}") from None
 
@@ -138,14 +138,14 @@ def load_adapter(backbone: torch.nn.Module, folder: Path) -> torch.nn.Module:
             config.inference_mode = True
             model = PeftModel(backbone, config)
     except Exception as err:  # noqa: BLE001 - peft validates with several error types
-        raise ModelError(f"{cfg_file}: not a usable LoRA adapter config ({_first(err)})"
+        raise ModelError(f"{cfg_file}: not a usable LoRA adapter config ({first_line(err)})"
                          ) from None
     weights = _safetensors(folder / ADAPTER_WEIGHTS)
     try:
         result = set_peft_model_state_dict(model, weights)
     except Exception as err:  # noqa: BLE001 - shape and key errors from torch and peft
         raise ModelError(f"{folder / ADAPTER_WEIGHTS}: does not fit the model "
-                         f"({_first(err)})") from None
+                         f"({first_line(err)})") from None
     missing = sorted(k for k in result.missing_keys if "lora_" in k)
     unexpected = sorted(result.unexpected_keys)
     if missing or unexpected:
@@ -173,16 +173,12 @@ def _quiet_peft() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _first(err: BaseException) -> str:
-    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-
-
 def _safetensors(path: Path) -> dict[str, torch.Tensor]:
     """A safetensors file's tensors, or one line naming it (truncated, not safetensors ...)."""
     try:
         return load_file(str(path))
     except Exception as err:  # noqa: BLE001 - safetensors raises its own error types
-        raise ModelError(f"{path}: not a readable safetensors file ({_first(err)})") from None
+        raise ModelError(f"{path}: not a readable safetensors file ({first_line(err)})") from None
 
 
 class FullPrecisionBase(UserWarning):
@@ -250,6 +246,6 @@ def load_labeler(cls: type[L], path: Path, trust_remote_code: bool = False,
     except ModelError:
         raise
     except Exception as err:  # noqa: BLE001 - torch raises several types
-        raise ModelError(f"{head}: not a head for this labeler ({_first(err)})") from None
+        raise ModelError(f"{head}: not a head for this labeler ({first_line(err)})") from None
     labeler.eval()
     return labeler
