@@ -211,6 +211,12 @@ class TrainConfig(_Config):
                                               "(None: all)")
     subset_seed: int = _f(0, "seed of the subsets (fixed, so every training seed sees the "
                              "same data)")
+    subset_unit: str = _f("sentence", "what the subsets take: sentence (sentences one by one) "
+                                      "or document (whole documents, in an order drawn with "
+                                      "subset_seed, until the count reaches the "
+                                      "--max-*-sentences limit; a corpus without documents "
+                                      "takes the same sentences as sentence), independent of "
+                                      "--context, so runs of both contexts see the same data")
     epochs: int = _f(3, "passes over the training data")
     lr: float | None = _f(None, "learning rate of the backbone or of the LoRA adapters (unset: "
                                 "by --finetune: full 5e-5, lora 2e-4)")
@@ -256,6 +262,7 @@ class TrainConfig(_Config):
         if not 0 <= self.warmup < 1:
             raise ConfigError(f"warmup={self.warmup}; expected a share in [0, 1)")
         _choice("decoding", self.decoding, ("auto", "greedy", "constrained"))
+        _choice("subset_unit", self.subset_unit, ("sentence", "document"))
 
     def resolved(self, finetune: str) -> TrainConfig:
         """This config with the learning rates a fine-tuning mode implies where they are unset

@@ -69,7 +69,7 @@ def load_data(cfg: TrainConfig, reader_options: dict[str, Any] | None = None) ->
     def subset(sents: list[Sentence], limit: int | None) -> list[Sentence]:
         if limit is None or limit >= len(sents):
             return sents
-        keep = sorted(random.Random(cfg.subset_seed).sample(range(len(sents)), limit))
+        keep = pick(sents, limit, cfg.subset_unit, random.Random(cfg.subset_seed))
         return [sents[i] for i in keep]
 
     train = read(cfg.train_split)
@@ -80,8 +80,8 @@ def load_data(cfg: TrainConfig, reader_options: dict[str, Any] | None = None) ->
         if len(train) < 2:
             raise DataError(cfg.dataset, "one sentence cannot be split into training and "
                                          "validation; give a validation file")
-        rng = random.Random(cfg.subset_seed)
-        held = set(rng.sample(range(len(train)), max(1, len(train) // 10)))
+        held = set(pick(train, max(1, len(train) // 10), cfg.subset_unit,
+                        random.Random(cfg.subset_seed)))
         evals = [s for i, s in enumerate(train) if i in held]
         train = [s for i, s in enumerate(train) if i not in held]
         source = (f"{len(evals)} sentences (10 %) carved from the training file with "
@@ -90,9 +90,50 @@ def load_data(cfg: TrainConfig, reader_options: dict[str, Any] | None = None) ->
         evals = read(cfg.eval_split)
     test: list[Sentence] = []
     if cfg.test_split and (not single_file or holds_one_split(cfg.test_split)):
-        test = read(cfg.test_split)[: cfg.max_test_sentences]
+        test = read(cfg.test_split)
+        if cfg.max_test_sentences is not None and cfg.max_test_sentences < len(test):
+            test = [test[i] for i in pick(test, cfg.max_test_sentences, cfg.subset_unit)]
     return TrainData(subset(train, cfg.max_train_sentences),
                      subset(evals, cfg.max_eval_sentences), test, source)
+
+
+def documents(sents: list[Sentence]) -> list[list[int]]:
+    """Sentence indices grouped into documents: runs of consecutive sentences with the same
+    ``doc_id``; a sentence without one is a document of its own (the grouping of
+    :func:`seqrep.encode.document.documents`)."""
+    groups: list[list[int]] = []
+    for i, s in enumerate(sents):
+        if groups and s.doc_id is not None and sents[groups[-1][-1]].doc_id == s.doc_id:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+def pick(sents: list[Sentence], limit: int, unit: str = "sentence",
+         rng: random.Random | None = None) -> list[int]:
+    """The sorted indices of a subset of about ``limit`` sentences.
+
+    ``unit="sentence"``: ``limit`` sentences, drawn by ``rng`` (the first ``limit`` without
+    one). ``unit="document"``: whole documents, in an order drawn by ``rng`` (file order
+    without one), until the count reaches ``limit``; the last document is taken whole, so the
+    count may pass ``limit`` by less than that document. A corpus whose documents are all
+    single sentences (no document ids) gets exactly the sentence unit's choice.
+    """
+    groups = documents(sents) if unit == "document" else []
+    if unit == "sentence" or all(len(g) == 1 for g in groups):
+        if rng is None:
+            return list(range(min(limit, len(sents))))
+        return sorted(rng.sample(range(len(sents)), min(limit, len(sents))))
+    order = list(range(len(groups)))
+    if rng is not None:
+        rng.shuffle(order)
+    keep: list[int] = []
+    for g in order:
+        if len(keep) >= limit:
+            break
+        keep += groups[g]
+    return sorted(keep)
 
 
 def say_notes(corpus: Corpus) -> None:

@@ -19,16 +19,23 @@ from typing import Any
 
 # section -> field -> the value that means "as before this field existed"
 NEUTRAL: dict[str, dict[str, Any]] = {
-    "labeler": {"task": "auto", "frozen_layers": 0},
+    "labeler": {"task": "auto", "frozen_layers": 0, "lora_targets": [], "context": "sentence"},
     "train": {"batch_tokens": None, "device": "auto", "precision": "auto",
               "gradient_checkpointing": False, "exit_search_sentences": 1000,
-              "compile": False},
+              "compile": False, "subset_unit": "sentence"},
 }
+# labeler fields that only document context reads: a sentence-level run is the same run
+# whatever they hold (and runs recorded before they existed hold none of them)
+DOCUMENT_ONLY = ("context_tokens", "context_separator")
 
 
 def canonical(config: dict[str, Any]) -> dict[str, Any]:
     """A copy of a run configuration without fields at their neutral value."""
     out = copy.deepcopy(config)
+    lab = out.get("labeler")
+    if isinstance(lab, dict) and lab.get("context", "sentence") == "sentence":
+        for name in DOCUMENT_ONLY:
+            lab.pop(name, None)
     for section, fields in NEUTRAL.items():
         part = out.get(section)
         if isinstance(part, dict):
