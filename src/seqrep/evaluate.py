@@ -89,7 +89,7 @@ def score_file(path: str | Path) -> dict[str, Any]:
             label, two prefixes ...), naming the file, the line and the column.
     """
     from seqrep.data.conll import read_conll
-    from seqrep.data.sources import read_text, split_lines
+    from seqrep.data.textfile import read_text, split_lines
 
     # the columns and lines are checked here; the tags are read below, each column alike
     sents = read_conll(path, tag_column=-2, scheme="TOKEN").sentences
@@ -111,7 +111,7 @@ def _read_column(tags: list[list[str]], name: str, path: str | Path, sents: Sequ
                  as_written: bool) -> list[list[str]]:
     """One tag column of a prediction file as IOB2 (see :func:`score_file`); ``as_written``
     keeps IOB2 tags as they are (prefix case aside) instead of repairing them."""
-    from seqrep.data.sources import to_iob2
+    from seqrep.data.iob2 import to_iob2
     from seqrep.errors import DataError
 
     def line_of(i: int, j: int) -> int:

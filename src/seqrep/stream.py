@@ -74,7 +74,7 @@ def _item(path: Path, n: int, line: str, jsonl: bool) -> tuple[str, bool]:
     """``(text, pretokenized)`` of one input line."""
     if not jsonl:
         return line, False
-    from seqrep.data.sources import parse_json
+    from seqrep.data.jsonparse import parse_json
 
     record = parse_json(line, path, n) if line.strip() else {"text": ""}
     if isinstance(record, dict) and isinstance(record.get("text"), str):

@@ -22,8 +22,9 @@ from pathlib import Path
 from xml.parsers import expat
 
 from seqrep.data.charspans import CharSpan, check_alignment, place_on_words
-from seqrep.data.sources import brief, read_text, split_lines
+from seqrep.data.quote import brief
 from seqrep.data.tags import tags_to_spans
+from seqrep.data.textfile import read_text, split_lines
 from seqrep.data.types import Corpus, Sentence, Span
 from seqrep.errors import DataError
 

@@ -24,7 +24,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from seqrep.data.sources import brief, cut
+from seqrep.data.quote import brief, cut
 from seqrep.data.tags import bare_prefix, label_problem, looks_like_tag
 from seqrep.data.tokenize import split_words
 from seqrep.errors import ConfigError, DataError

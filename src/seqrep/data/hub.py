@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from seqrep.data.sources import to_iob2
+from seqrep.data.iob2 import to_iob2
 from seqrep.data.types import Corpus, Sentence
 from seqrep.errors import ConfigError, SeqrepError
 

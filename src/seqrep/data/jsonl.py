@@ -18,16 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.data.charspans import CharSpan, check_alignment, place_on_words, span_label_problem
-from seqrep.data.sources import (
-    brief,
-    check_flag,
-    check_scheme,
-    parse_json,
-    read_text,
-    show,
-    split_lines,
-    to_iob2,
-)
+from seqrep.data.iob2 import to_iob2
+from seqrep.data.jsonparse import parse_json
+from seqrep.data.options import check_flag, check_scheme
+from seqrep.data.quote import brief, show
+from seqrep.data.textfile import read_text, split_lines
 from seqrep.data.types import Corpus, Sentence, Span
 from seqrep.errors import DataError
 

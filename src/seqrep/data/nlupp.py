@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.data.charspans import CharSpan, check_alignment, place_on_words
-from seqrep.data.sources import brief, parse_json, read_text, show
+from seqrep.data.jsonparse import parse_json
+from seqrep.data.quote import brief, show
+from seqrep.data.textfile import read_text
 from seqrep.data.types import Corpus, Sentence, Span
 from seqrep.errors import ConfigError, DataError
 

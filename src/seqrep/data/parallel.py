@@ -14,14 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from seqrep.data.sources import (
-    brief,
-    check_flag,
-    check_scheme,
-    read_text,
-    split_lines,
-    to_iob2,
-)
+from seqrep.data.iob2 import to_iob2
+from seqrep.data.options import check_flag, check_scheme
+from seqrep.data.quote import brief
+from seqrep.data.textfile import read_text, split_lines
 from seqrep.data.types import Corpus, Sentence
 from seqrep.errors import DataError
 

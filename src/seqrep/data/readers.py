@@ -27,7 +27,7 @@ from seqrep.data.jsonl import read_jsonl
 from seqrep.data.nlupp import has_folds, read_nlupp
 from seqrep.data.parallel import LAYOUTS as PARALLEL_LAYOUTS
 from seqrep.data.parallel import TAGS, WORDS, is_split_folder, read_parallel, split_folders
-from seqrep.data.sources import forget, read_start
+from seqrep.data.textfile import forget, read_start
 from seqrep.data.types import Corpus
 from seqrep.errors import ConfigError, DataError
 
@@ -55,7 +55,7 @@ def _format_of_content(data: bytes) -> str:
     """The format the start of a file reads as (see :func:`detect_format`)."""
     while data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    lines = re.split(rb"\r\n|\r|\n", data)  # as sources.split_lines: a lone CR ends a line
+    lines = re.split(rb"\r\n|\r|\n", data)  # as textfile.split_lines: a lone CR ends a line
     first = next((ln.strip() for ln in lines if ln.strip()), b"")
     if b"####" in first:
         return "absa-tokenized"
@@ -93,7 +93,7 @@ def detect_format(path: str | Path) -> str:
     ``1-2`` or ``1.1`` -> conllu; else conll.
 
     A pipe or FIFO is read whole to look at it, and its bytes are kept for the reader
-    (:func:`seqrep.data.sources.read_start`), so detecting its format loses none of it.
+    (:func:`seqrep.data.textfile.read_start`), so detecting its format loses none of it.
 
     Raises:
         DataError: the path does not exist, or is a folder of no known layout (the message

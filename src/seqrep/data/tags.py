@@ -11,7 +11,7 @@ it raises :class:`TagError` instead. BIOES repairs likewise (a stray ``I-``/``E-
 Prefixes are read in either case: ``b-org``, ``i-org`` and ``o`` are IOB2 like ``B-org``,
 ``I-org`` and ``O``. Only the prefix is normalised; the label keeps its spelling, so ``b-org``
 is written back as ``B-org`` (readers refuse a file that spells one label in two cases, such as
-``B-ORG`` and ``b-org``, see :func:`seqrep.data.sources.to_iob2`). The TOKEN scheme takes tags
+``B-ORG`` and ``b-org``, see :func:`seqrep.data.iob2.to_iob2`). The TOKEN scheme takes tags
 literally: there only ``O`` is outside, and ``o`` or ``b-org`` are plain labels.
 
 A bare prefix (``B-``, ``i_``) has no label: :func:`tags_to_spans` raises :class:`TagError` for
