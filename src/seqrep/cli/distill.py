@@ -8,6 +8,7 @@ Every option of ``seqrep train`` is an option here too (``--model`` is ``--stude
 from __future__ import annotations
 
 import inspect
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,26 @@ def distill_command(values: dict[str, Any]) -> None:
                       values["temperature"], values["gold_weight"], values["unlabeled"],
                       overwrite=values["overwrite"], resume=values["resume"],
                       quiet=values["quiet"], reader_options=reader.options())
-    typer.echo(train_cli.outcome(metrics, values))
+    typer.echo(_with_speed(train_cli.outcome(metrics, values), metrics.get("distill"),
+                           bool(values.get("as_json"))))
+
+
+def _with_speed(line: str, figures: dict[str, Any] | None, as_json: bool) -> str:
+    """The training outcome and, for a finished student, the teacher's measured labeling
+    speed and the distillation's time (fields of the ``--json`` summary, or one more line)."""
+    if not figures:
+        return line
+    if as_json:
+        summary = json.loads(line)
+        summary.update({k: figures.get(k) for k in (
+            "teacher_sentences", "teacher_seconds", "teacher_sentences_per_second")},
+            distill_seconds=figures.get("seconds"))
+        return json.dumps(summary)
+    rate = figures.get("teacher_sentences_per_second")
+    return (f"{line}\nteacher: {figures.get('teacher_sentences')} sentences labeled in "
+            f"{figures.get('teacher_seconds')} s ({'-' if rate is None else rate} "
+            f"sentences/s); the distillation took {figures.get('seconds')} s"
+            f"{' in this session' if figures.get('resumed') else ''}")
 
 
 distill = command(distill_command, _params(), distill_command.__doc__ or "")

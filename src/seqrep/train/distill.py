@@ -1,29 +1,32 @@
 """``distill``: a finished run (the teacher) labels text once; a student trains on its labels.
 
 The teacher labels the training sentences and any unlabeled text (:func:`read_unlabeled`) into
-a cache of per-word label distributions in the output folder (:func:`label_cache`); the student
-then trains as ``seqrep train`` trains (:func:`seqrep.train.train`, every option), on the
-teacher's distributions at a temperature, mixed with the gold labels where gold exists
-(:class:`SoftTargets`). The output is an ordinary run folder whose ``run.json`` names the
-teacher under ``distill``.
+a cache of per-word label distributions in the output folder
+(:func:`seqrep.train.teacher_cache.label_cache`); the student then trains as ``seqrep train``
+trains (:func:`seqrep.train.train`, every option), on the teacher's distributions at a
+temperature, mixed with the gold labels where gold exists (:class:`SoftTargets`). The output is
+an ordinary run folder whose ``run.json`` names the teacher under ``distill``, with the
+teacher's labeling speed; ``metrics.json`` holds it too, with the whole distillation's time.
+
+Document context. A teacher with ``context="document"`` labels each training sentence inside
+its document (the sentences' document ids, as ``seqrep train`` reads them), so its
+distributions are those it gives when it reads the whole document; the unlabeled text's
+documents are its lines (a raw-text line, or a ``.jsonl`` record, is one document, split into
+sentences by seqrep's rules), as ``seqrep predict`` reads a line as one text. The student, of
+either context, trains on these per-word distributions; one with document context reads the
+same documents. A sentence-context teacher labels each distinct sentence once.
 
 Output folder, beside what ``train`` writes::
 
     distill.json       the request (teacher, unlabeled file, temperature, gold weight,
                        configs), so ``--resume`` continues an interrupted labeling too
-    teacher-labels/    NNNNN.safetensors: per chunk of sentences, ``logp`` (words x labels,
-                       the teacher's log-probabilities at temperature 1) and ``lengths``;
-                       each chunk records the SHA-256 of its sentences and is reused on
-                       resume only when they match
+    teacher-labels/    the teacher's log-probabilities (:mod:`seqrep.train.teacher_cache`)
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import shutil
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,9 +38,11 @@ from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.errors import ConfigError, DataError, SeqrepError
 from seqrep.fileio import write_json
 from seqrep.train.loop import soft_cross_entropy
+from seqrep.train.teacher_cache import CACHE, CHUNK, label_cache
 
-CHUNK = 512  # sentences per cache file
-CACHE = "teacher-labels"
+__all__ = ["CACHE", "CHUNK", "Distillation", "SoftTargets", "distill", "label_cache",
+           "read_unlabeled", "teacher_config"]
+
 REQUEST = "distill.json"
 
 
@@ -68,11 +73,13 @@ class SoftTargets:
 
 @dataclass
 class Distillation:
-    """What :func:`seqrep.train.train` needs to distil: the teacher's distributions by
-    sentence, the unlabeled sentences to add, the loss's settings and the ``run.json`` entry."""
+    """What :func:`seqrep.train.train` needs to distil: the teacher's distributions, one per
+    training sentence and then one per unlabeled sentence, the unlabeled sentences to add
+    (words and document id), the loss's settings and the ``run.json`` entry."""
 
-    targets: dict[tuple[str, ...], torch.Tensor]
-    unlabeled: list[tuple[str, ...]]
+    targets: list[torch.Tensor]
+    words: list[tuple[str, ...]]  # the sentences ``targets`` belong to, in their order
+    unlabeled: list[tuple[tuple[str, ...], str]]
     temperature: float
     gold_weight: float
     record: dict[str, Any] = field(default_factory=dict)
@@ -82,30 +89,29 @@ class Distillation:
         that no loss reads), and the loss over it."""
         from seqrep.data.types import Sentence
 
-        extra = [Sentence(w, (labels[0],) * len(w)) for w in self.unlabeled]
+        extra = [Sentence(w, (labels[0],) * len(w), doc_id=d) for w, d in self.unlabeled]
         sentences = list(train) + extra
-        missing = [s for s in sentences if tuple(s.words) not in self.targets]
-        if missing:
-            raise SeqrepError(f"the teacher's labels hold no entry for the training sentence "
-                              f"{' '.join(missing[0].words)[:60]!r}; rerun without --resume")
-        return sentences, SoftTargets([self.targets[tuple(s.words)] for s in sentences],
+        if [tuple(s.words) for s in sentences] != self.words:
+            raise SeqrepError("the training split differs from the sentences the teacher "
+                              "labeled; rerun without --resume")
+        return sentences, SoftTargets(self.targets,
                                       [True] * len(train) + [False] * len(extra),
                                       self.temperature, self.gold_weight)
 
 
-def teacher_config(run: Path) -> LabelerConfig:
-    """The labeler config of a finished run folder (``run.json`` and ``best/``), or one line
-    saying why ``run`` is not one."""
+def teacher_config(run: Path) -> tuple[LabelerConfig, dict[str, Any]]:
+    """The labeler config and the ``run.json`` of a finished run folder (``run.json`` and
+    ``best/``), or one line saying why ``run`` is not one."""
     from seqrep.model.io import read_config
     from seqrep.train.run import read_run_json
 
     if not run.is_dir():
         raise ConfigError(f"teacher {run}: not a folder; expected a finished seqrep run")
-    read_run_json(run)
+    saved = read_run_json(run)
     if not (run / "best" / "config.json").is_file():
         raise ConfigError(f"teacher {run}: a run without a best/ model; expected a finished "
                           f"seqrep run")
-    return read_config(run / "best")
+    return read_config(run / "best"), saved
 
 
 def check_student(config: LabelerConfig) -> None:
@@ -128,10 +134,11 @@ def check_student(config: LabelerConfig) -> None:
                          f"({first})") from None
 
 
-def read_unlabeled(path: Path) -> list[tuple[str, ...]]:
-    """The sentences of an unlabeled file: raw text one per line, split into sentences and
-    words by seqrep's rules, or ``.jsonl`` records with ``"text"`` or ``"words"`` (as
-    ``seqrep predict --input`` reads them)."""
+def read_unlabeled(path: Path) -> list[tuple[tuple[str, ...], str]]:
+    """The sentences of an unlabeled file, each with its document id: raw text one per line,
+    split into sentences and words by seqrep's rules, or ``.jsonl`` records with ``"text"``
+    or ``"words"`` (as ``seqrep predict --input`` reads them). A line (record) is one
+    document: its sentences share the id ``unlabeled:LINE``."""
     from seqrep.predict import split_text
     from seqrep.stream import read_items
 
@@ -144,72 +151,13 @@ def read_unlabeled(path: Path) -> list[tuple[str, ...]]:
         raise DataError(path, "--unlabeled: a binary file; expected UTF-8 text, one text per "
                               "line")
     out = []
-    for _, text, pre in read_items(path):
-        out += [tuple(text[s:e] for s, e in words) for _, words in split_text(text, pre)]
+    for n, text, pre in read_items(path):
+        out += [(tuple(text[s:e] for s, e in words), f"unlabeled:{n}")
+                for _, words in split_text(text, pre)]
     if not out:
         raise DataError(path, "--unlabeled: empty (no words); expected UTF-8 text, one text "
                               "per line")
     return out
-
-
-def _digest(sentences: list[tuple[str, ...]]) -> str:
-    return hashlib.sha256(json.dumps(sentences, ensure_ascii=False).encode()).hexdigest()
-
-
-def _cached(path: Path, digest: str, lengths: list[int], n_labels: int
-            ) -> list[torch.Tensor] | None:
-    """A cache chunk's per-sentence tensors, or None when it is missing, unreadable or made
-    from other sentences or labels."""
-    from safetensors import safe_open
-
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            if (f.metadata() or {}).get("sha256") != digest:
-                return None
-            logp, lens = f.get_tensor("logp"), f.get_tensor("lengths")
-    except Exception:  # noqa: BLE001 - missing or truncated: label the chunk again
-        return None
-    if lens.tolist() != lengths or tuple(logp.shape) != (sum(lengths), n_labels):
-        return None
-    return list(torch.split(logp.float(), lengths))
-
-
-def label_cache(load_teacher: Any, sentences: list[tuple[str, ...]], folder: Path,
-                n_labels: int, batch_size: int = 64, chunk: int = CHUNK, quiet: bool = False
-                ) -> tuple[list[torch.Tensor], dict[str, Any]]:
-    """The teacher's log-probabilities for every sentence (one ``(words, labels)`` tensor
-    each), from ``folder``'s chunks where they hold them and from the teacher
-    (``load_teacher()``, called only when a chunk is missing) otherwise; each new chunk is
-    written atomically before the next is labeled. Returns them and the labeling's speed."""
-    from safetensors.torch import save_file
-
-    folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob(".*.tmp"):
-        stale.unlink(missing_ok=True)
-    teacher, out, labeled, seconds = None, [], 0, 0.0
-    for c in range(0, len(sentences), chunk):
-        part = sentences[c : c + chunk]
-        path, digest = folder / f"{c // chunk:05d}.safetensors", _digest(part)
-        got = _cached(path, digest, [len(s) for s in part], n_labels)
-        if got is None:
-            teacher = teacher or load_teacher()
-            start = time.perf_counter()
-            got = [torch.log_softmax(x.float(), -1) for x in
-                   teacher.word_logits([list(s) for s in part], batch_size)]
-            seconds += time.perf_counter() - start
-            labeled += len(part)
-            tmp = folder / f".{path.name}.tmp"
-            save_file({"logp": torch.cat(got).contiguous(),
-                       "lengths": torch.tensor([len(s) for s in part], dtype=torch.long)},
-                      str(tmp), metadata={"sha256": digest})
-            os.replace(tmp, path)
-            if not quiet:
-                print(f"teacher labeled {c + len(part)}/{len(sentences)} sentences",
-                      file=sys.stderr, flush=True)
-        out += got
-    speed = {"teacher_labeled_sentences": labeled, "teacher_seconds": round(seconds, 3),
-             "teacher_sentences_per_second": round(labeled / seconds, 2) if seconds else None}
-    return out, speed
 
 
 def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: TrainConfig,
@@ -239,8 +187,9 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
     """
     from seqrep.data.splits import load_data
     from seqrep.evaluate import check_labels
-    from seqrep.train.run import check_output, read_run_json, train
+    from seqrep.train.run import check_output, resumed_config, train
 
+    began = time.perf_counter()
     output = Path(output).resolve()
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # every process would label and write
         raise ConfigError("seqrep distill runs in one process for now; start it without "
@@ -249,27 +198,20 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
         if (output / "metrics.json").exists():
             return train(labeler_config, train_config, output, resume=True)
         req = _read_request(output)
-        caller = labeler_config
-        labeler_config = LabelerConfig.from_dict(req["labeler"]).replace(
-            trust_remote_code=caller.trust_remote_code)
-        train_config = TrainConfig.from_dict(req["train"]).replace(
-            max_steps=train_config.max_steps)
+        labeler_config, train_config, reader_options = resumed_config(
+            output, labeler_config, train_config, saved=req, source=REQUEST)
         teacher, unlabeled = Path(req["teacher"]), req.get("unlabeled")
         temperature, gold_weight = req["temperature"], req["gold_weight"]
-        reader_options = req.get("reader_options") or {}
     teacher = Path(teacher).resolve()
     if not temperature > 0:
         raise ConfigError(f"--temperature {temperature}; expected a positive number")
     if not 0 <= gold_weight <= 1:
         raise ConfigError(f"--gold-weight {gold_weight}; expected a share in [0, 1]")
-    tcfg = teacher_config(teacher)
+    tcfg, teacher_run = teacher_config(teacher)
     if labeler_config.labels and list(labeler_config.labels) != list(tcfg.labels):
         raise ConfigError(f"--labels {','.join(labeler_config.labels)} differ from the labels "
                           f"of teacher {teacher} ({','.join(tcfg.labels)}); leave --labels "
                           f"unset: a student learns its teacher's labels")
-    if tcfg.context != "sentence":
-        raise ConfigError(f"teacher {teacher} reads {tcfg.context} context; distilling such a "
-                          f"teacher is not supported yet (its labels depend on the document)")
     if labeler_config.task not in ("auto", tcfg.task):
         raise ConfigError(f"--task {labeler_config.task} differs from the task of teacher "
                           f"{teacher} ({tcfg.task})")
@@ -289,7 +231,11 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
             if unlabeled else None, "temperature": temperature, "gold_weight": gold_weight,
             "labeler": student.to_dict(), "train": train_config.to_dict(),
             "reader_options": reader_options or {}})
-    sentences = list(dict.fromkeys([tuple(s.words) for s in data.train] + extra))
+    words = [tuple(s.words) for s in data.train] + [w for w, _ in extra]
+    if tcfg.context == "document":  # every sentence in its document: no two alike
+        sentences, docs = words, [s.doc_id for s in data.train] + [d for _, d in extra]
+    else:  # a sentence's labels are its own: each distinct sentence once
+        sentences, docs = list(dict.fromkeys(words)), None
 
     def load_teacher() -> Any:
         from seqrep.model.labeler import SequenceLabeler
@@ -298,16 +244,26 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
                                                precision=train_config.precision)
 
     logp, speed = label_cache(load_teacher, sentences, output / CACHE, len(tcfg.labels),
-                              train_config.eval_batch_size, chunk, quiet)
-    teacher_run = read_run_json(teacher)
-    record = {"distill": {"teacher": str(teacher), "teacher_model": tcfg.model,
-                          "teacher_dataset": teacher_run["train"].get("dataset"),
-                          "temperature": temperature, "gold_weight": gold_weight,
-                          "unlabeled": str(unlabeled) if unlabeled else None,
-                          "unlabeled_sentences": len(extra), "cache": CACHE, **speed}}
-    plan = Distillation(dict(zip(sentences, logp)), extra, temperature, gold_weight, record)
-    return train(student, train_config, output, resume=(output / "run.json").exists(),
-                 quiet=quiet, reader_options=reader_options, distill=plan)
+                              train_config.eval_batch_size, chunk, quiet, docs)
+    if docs is None:
+        by_words = dict(zip(sentences, logp))
+        logp = [by_words[w] for w in words]
+    record = {"teacher": str(teacher), "teacher_model": tcfg.model,
+              "teacher_context": tcfg.context,
+              "teacher_dataset": teacher_run["train"].get("dataset"),
+              "temperature": temperature, "gold_weight": gold_weight,
+              "unlabeled": str(unlabeled) if unlabeled else None,
+              "unlabeled_sentences": len(extra), "cache": CACHE, **speed}
+    plan = Distillation(logp, words, extra, temperature, gold_weight, {"distill": record})
+    metrics = train(student, train_config, output, resume=(output / "run.json").exists(),
+                    quiet=quiet, reader_options=reader_options, distill=plan)
+    if metrics.get("status") == "finished":
+        metrics["distill"] = {k: record[k] for k in (
+            "teacher", "teacher_sentences", "teacher_seconds", "teacher_sentences_per_second")}
+        metrics["distill"].update(seconds=round(time.perf_counter() - began, 2),
+                                  resumed=resume)
+        write_json(output / "metrics.json", metrics)
+    return metrics
 
 
 def _check_fresh(output: Path, overwrite: bool, check_output: Any) -> None:
@@ -328,7 +284,8 @@ def _read_request(output: Path) -> dict[str, Any]:
         raise SeqrepError(f"{output}: nothing to resume (no {REQUEST})")
     req = read_json(path, "a seqrep distillation request")
     keys = ("teacher", "temperature", "gold_weight", "labeler", "train")
-    if not isinstance(req, dict) or any(k not in req for k in keys):
+    if (not isinstance(req, dict) or any(k not in req for k in keys)
+            or not isinstance(req.get("reader_options") or {}, dict)):
         raise SeqrepError(f"{path}: not a seqrep distillation request (expected "
                           f"{', '.join(keys)})")
     try:

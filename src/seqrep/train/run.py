@@ -93,19 +93,22 @@ def read_run_json(output: Path) -> dict[str, Any]:
 
 
 def resumed_config(output: Path, labeler_config: LabelerConfig, train_config: TrainConfig,
-                   expect_model: str | None = None
+                   expect_model: str | None = None, saved: dict[str, Any] | None = None,
+                   source: str = "run.json"
                    ) -> tuple[LabelerConfig, TrainConfig, dict[str, Any]]:
     """The configuration a run resumes with: the folder's ``run.json``, except that
     ``trust_remote_code`` is the caller's (a shared folder never enables remote code) and
     ``max_steps`` is the caller's. The model the folder names is announced on stderr before
-    anything loads it; with ``expect_model`` a folder naming another model is refused."""
-    saved = read_run_json(output)
+    anything loads it; with ``expect_model`` a folder naming another model is refused.
+    ``saved``: the checked contents of another file of the folder that holds ``labeler``,
+    ``train`` and ``reader_options`` (``source``, its name: a distillation's request)."""
+    saved = read_run_json(output) if saved is None else saved
     lab = LabelerConfig.from_dict(saved["labeler"]).replace(
         trust_remote_code=labeler_config.trust_remote_code)
     if expect_model is not None and lab.model != expect_model:
-        raise SeqrepError(f"{output / 'run.json'} names model {lab.model!r}, not "
+        raise SeqrepError(f"{output / source} names model {lab.model!r}, not "
                           f"{expect_model!r} as this run should; refusing to resume it")
-    print(f"resuming {output}: model {lab.model!r} as its run.json names it"
+    print(f"resuming {output}: model {lab.model!r} as its {source} names it"
           f"{' (remote code allowed by the caller)' if lab.trust_remote_code else ''}",
           file=sys.stderr, flush=True)
     cfg = TrainConfig.from_dict(saved["train"]).replace(max_steps=train_config.max_steps)

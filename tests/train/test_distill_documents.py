@@ -1,0 +1,174 @@
+"""``seqrep distill`` with a document-context teacher, and the distillation's measured figures
+(issue 25): the cached distributions are the teacher's own on each whole document, students of
+either context train on them, and the labeling speed and the distillation's time reach
+run.json, metrics.json and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+from support import cli, train_configs, write_corpus
+
+from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.model.labeler import SequenceLabeler
+from seqrep.train import train
+from seqrep.train.distill import distill
+
+
+def with_documents(path: Path, per_doc: int) -> Path:
+    """The toy corpus at ``path`` cut into documents of ``per_doc`` sentences by -DOCSTART-
+    lines, as CoNLL-2003 is."""
+    blocks = path.read_text(encoding="utf-8").strip().split("\n\n")
+    out = []
+    for i, block in enumerate(blocks):
+        if i % per_doc == 0:
+            out.append("-DOCSTART- -X- -X- O")
+        out.append(block)
+    path.write_text("\n\n".join(out) + "\n", encoding="utf-8")
+    return path
+
+
+def blocks_of(path: Path) -> list[list[list[str]]]:
+    """The documents of a -DOCSTART- file: per document, the words of each sentence."""
+    docs: list[list[list[str]]] = []
+    for block in path.read_text(encoding="utf-8").strip().split("\n\n"):
+        lines = block.splitlines()
+        if lines[0].startswith("-DOCSTART-"):
+            docs.append([])
+            lines = lines[1:]
+        if lines:
+            docs[-1].append([line.split()[0] for line in lines])
+    return docs
+
+
+@pytest.fixture(scope="module")
+def doc_teacher(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny llama trained with document context (windows of 24 subtokens, so a document of
+    four sentences is read in overlapping windows)."""
+    tmp = tmp_path_factory.mktemp("doc-teacher")
+    corpus = (str(with_documents(write_corpus(tmp / "train.txt", 24), 4)),
+              str(with_documents(write_corpus(tmp / "test.txt", 4, seed=1), 4)))
+    lab, cfg = train_configs(tiny("llama"), corpus, epochs=1)
+    out = tmp / "run"
+    train(lab.replace(context="document", context_tokens=24), cfg, out, quiet=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def doc_data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Ten training sentences in documents of 4, 4 and 2 (the second document repeats the
+    first sentence of the first), and a validation file."""
+    tmp = tmp_path_factory.mktemp("doc-data")
+    train_file = write_corpus(tmp / "train.txt", 10, seed=5)
+    blocks = train_file.read_text(encoding="utf-8").strip().split("\n\n")
+    blocks[4] = blocks[0]  # the same words in another document
+    train_file.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
+    return (with_documents(train_file, 4),
+            with_documents(write_corpus(tmp / "dev.txt", 4, seed=6), 4))
+
+
+def student(tiny, **kw) -> LabelerConfig:
+    return LabelerConfig(model=tiny("qwen2"), repetitions=1, exit_layer=3, dropout=0.0, **kw)
+
+
+def fit(data: tuple[Path, Path], **kw) -> TrainConfig:
+    opts = dict(dataset=str(data[0]), eval_split=str(data[1]), test_split=None, epochs=1,
+                batch_size=4, lr=3e-3, head_lr=3e-2, seed=3, max_steps=1)
+    return TrainConfig(**{**opts, **kw})
+
+
+def cached(out: Path) -> torch.Tensor:
+    from safetensors.torch import load_file
+
+    return torch.cat([load_file(p)["logp"] for p in
+                      sorted((out / "teacher-labels").glob("*.safetensors"))])
+
+
+def test_a_document_teacher_labels_each_sentence_in_its_whole_document(
+        tiny, doc_teacher, doc_data, tmp_path: Path) -> None:
+    """The cache holds, sentence by sentence in training order (the repeated sentence twice),
+    the teacher's log-softmax when it reads each document alone, and the unlabeled line's two
+    sentences as one document; the chunks (3 sentences asked) never cut a document."""
+    raw = tmp_path / "more.txt"
+    raw.write_text("Obama visited Paris. Peter left Berlin.\n", encoding="utf-8")
+    out = tmp_path / "student"
+    metrics = distill(doc_teacher, student(tiny), fit(doc_data), out, unlabeled=raw,
+                      quiet=True, chunk=3)
+    assert metrics["status"] == "interrupted"  # max_steps=1: the labels are what is checked
+    teacher = SequenceLabeler.from_pretrained(doc_teacher)
+    documents = blocks_of(doc_data[0]) + [[["Obama", "visited", "Paris", "."],
+                                           ["Peter", "left", "Berlin", "."]]]
+    assert [len(d) for d in documents] == [4, 4, 2, 2]
+    # the independent route: each document alone, one document id for its sentences
+    want = torch.cat([torch.log_softmax(x, -1) for d in documents
+                      for x in teacher.word_logits(d, docs=["d"] * len(d))])
+    got = cached(out)
+    assert got.shape == want.shape
+    assert torch.allclose(got, want, atol=1e-5)
+    # context matters here: the same sentences labeled alone give other distributions
+    alone = torch.cat([torch.log_softmax(x, -1) for d in documents
+                       for x in teacher.word_logits(d)])
+    assert not torch.allclose(got, alone, atol=1e-3)
+    from safetensors.torch import load_file
+
+    chunks = [load_file(p)["lengths"].numel() for p in
+              sorted((out / "teacher-labels").glob("*.safetensors"))]
+    assert chunks == [4, 4, 4]  # whole documents: 4, 4, then 2 + 2
+    run = json.loads((out / "run.json").read_text())
+    assert run["distill"]["teacher_context"] == "document"
+    assert run["train_sentences"] == 10 + 2
+
+
+def test_a_document_context_student_trains_on_a_document_teacher(
+        tiny, doc_teacher, doc_data, tmp_path: Path) -> None:
+    out = tmp_path / "student"
+    metrics = distill(doc_teacher, student(tiny, context="document", context_tokens=24),
+                      fit(doc_data, max_steps=None, epochs=1), out, quiet=True)
+    assert metrics["status"] == "finished"
+    assert SequenceLabeler.from_pretrained(out).config.context == "document"
+    assert json.loads((out / "run.json").read_text())["distill"]["teacher_context"] == \
+        "document"
+
+
+def test_labeling_seconds_are_summed_over_chunks_across_sessions(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    """A fake clock: the first chunk takes 2 s, the second 3 s; a later call that finds both
+    cached reports the same 5 s for 3 sentences (0.6 sentences/s), labeling none."""
+    from seqrep.train import teacher_cache
+
+    ticks = iter([10.0, 12.0, 20.0, 23.0])
+    monkeypatch.setattr(teacher_cache, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
+
+    class Teacher:
+        def word_logits(self, sentences, batch_size, **kw):  # noqa: ANN001, ANN202, ANN003
+            return [torch.zeros(len(s), 3) for s in sentences]
+
+    sentences = [("a",), ("b", "c"), ("d",)]
+    _, speed = teacher_cache.label_cache(Teacher, sentences, tmp_path, 3, chunk=2, quiet=True)
+    assert speed == {"teacher_sentences": 3, "teacher_seconds": 5.0,
+                     "teacher_sentences_per_second": 0.6, "teacher_labeled_sentences": 3}
+    _, again = teacher_cache.label_cache(Teacher, sentences, tmp_path, 3, chunk=2, quiet=True)
+    assert again == {**speed, "teacher_labeled_sentences": 0}
+
+
+def test_the_figures_reach_run_json_metrics_json_and_the_cli(tiny, doc_teacher, doc_data,
+                                                             tmp_path: Path, capsys) -> None:
+    out = tmp_path / "student"
+    code, stdout, err = cli(capsys, "distill", str(doc_teacher), "--student", tiny("qwen2"),
+                            "--dataset", str(doc_data[0]), "--eval-split", str(doc_data[1]),
+                            "--test-split", "", "--epochs", "1", "--quiet", "-o", str(out))
+    assert code == 0, err
+    run = json.loads((out / "run.json").read_text())["distill"]
+    metrics = json.loads((out / "metrics.json").read_text())["distill"]
+    assert run["teacher_sentences"] == metrics["teacher_sentences"] == 10
+    assert metrics["teacher_seconds"] == run["teacher_seconds"] > 0
+    assert metrics["teacher_sentences_per_second"] == pytest.approx(
+        10 / metrics["teacher_seconds"], rel=1e-2)
+    assert metrics["seconds"] >= metrics["teacher_seconds"] and metrics["resumed"] is False
+    line = stdout.strip().splitlines()[-1]
+    assert line.startswith("teacher: 10 sentences labeled in ") and "sentences/s" in line
+    assert f"the distillation took {metrics['seconds']} s" in line
