@@ -17,8 +17,10 @@ the figures issue 22 asks for before and after.
   ``not in`` whose operands include a string literal naming a strategy (directly, or inside a
   tuple, list or set literal), counted once per node and family, per file. Modules passed with
   ``--table`` (the strategy tables themselves) are counted apart. A literal such as ``"auto"``
-  or ``"full"`` is also used for other things (a device, a precision), so every hit is listed
-  with its line in the JSON output, for a reader to judge.
+  or ``"full"`` is also used for other things (a device, an exit layer, an unmask value), so
+  every hit is listed with its line in the JSON output, and the hits whose other side reads a
+  strategy's own name (``cfg.finetune``, ``mode``, ``r["task"]``, ``getattr(c, "context")``;
+  see ``FIELDS``) are counted apart as ``on_fields``.
 
     python scripts/structure_metrics.py [SRC] [--package seqrep] [--json OUT.json]
         [--table seqrep.model.modes ...]
@@ -41,6 +43,15 @@ FAMILIES: dict[str, frozenset[str]] = {
     "context": frozenset({"sentence", "document"}),
 }
 COMPARE_OPS = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
+# The names a strategy is read through (a variable, an attribute, a key): a comparison whose
+# other side is one of these is on a strategy for sure, not on another "auto" or "full".
+FIELDS: dict[str, frozenset[str]] = {
+    "finetune": frozenset({"finetune", "mode"}),
+    "task": frozenset({"task"}),
+    "decoding": frozenset({"decoding", "method"}),
+    "runtime": frozenset({"runtime"}),
+    "context": frozenset({"context"}),
+}
 
 
 def module_name(path: Path, src: Path) -> str:
@@ -227,6 +238,27 @@ def _literals(node: ast.expr) -> list[str]:
     return []
 
 
+def _field(node: ast.expr) -> str | None:
+    """The name an operand reads: ``x``, ``a.x``, ``a["x"]``, ``a.get("x")``,
+    ``getattr(a, "x")``; ``None`` for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        return node.slice.value if isinstance(node.slice.value, str) else None
+    if isinstance(node, ast.Call):
+        func, args = node.func, node.args
+        key = None
+        if isinstance(func, ast.Attribute) and func.attr == "get" and args:
+            key = args[0]
+        elif isinstance(func, ast.Name) and func.id == "getattr" and len(args) > 1:
+            key = args[1]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return key.value
+    return None
+
+
 def strategy_comparisons(name: str, text: str, tree: ast.Module) -> list[dict[str, Any]]:
     """One entry per (Compare node, family) whose operands hold a literal of that family."""
     hits = []
@@ -235,12 +267,14 @@ def strategy_comparisons(name: str, text: str, tree: ast.Module) -> list[dict[st
             continue
         if not any(isinstance(op, COMPARE_OPS) for op in node.ops):
             continue
-        literals = {s for operand in [node.left, *node.comparators] for s in _literals(operand)}
+        operands = [node.left, *node.comparators]
+        literals = {s for operand in operands for s in _literals(operand)}
+        fields = {_field(operand) for operand in operands}
         for family, names in FAMILIES.items():
             matched = sorted(literals & names)
             if matched:
                 hits.append({"module": name, "line": node.lineno, "family": family,
-                             "literals": matched,
+                             "literals": matched, "on_field": bool(fields & FIELDS[family]),
                              "code": ast.get_source_segment(text, node) or ""})
     return hits
 
@@ -260,6 +294,7 @@ def measure(src: Path, package: str = "seqrep", tables: tuple[str, ...] = (),
             for h in strategy_comparisons(name, text, tree)]
     outside = [h for h in hits if h["module"] not in tables]
     per_family = {f: sum(h["family"] == f for h in outside) for f in FAMILIES}
+    on_fields = {f: sum(h["family"] == f and h["on_field"] for h in outside) for f in FAMILIES}
     per_file: dict[str, dict[str, int]] = {}
     for h in outside:
         counts = per_file.setdefault(h["module"], {})
@@ -282,6 +317,7 @@ def measure(src: Path, package: str = "seqrep", tables: tuple[str, ...] = (),
             "per_family": per_family,
             "per_file": dict(sorted(per_file.items())),
             "in_tables": len(hits) - len(outside),
+            "on_fields": {"total": sum(on_fields.values()), "per_family": on_fields},
             "hits": outside,
         },
     }
@@ -311,6 +347,8 @@ def summary(m: dict[str, Any]) -> str:
     fam = ", ".join(f"{k} {v}" for k, v in s["per_family"].items())
     tables = f" (in the tables {', '.join(s['tables'])}: {s['in_tables']})" if s["tables"] else ""
     out.append(f"strategy-name comparisons: {s['total']} ({fam}){tables}")
+    fam = ", ".join(f"{k} {v}" for k, v in s["on_fields"]["per_family"].items())
+    out.append(f"  of them on a strategy's own field: {s['on_fields']['total']} ({fam})")
     for name, counts in s["per_file"].items():
         out.append(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return "\n".join(out)

@@ -42,7 +42,7 @@ FILES = {
     "g.py": "x = 1\n" * 301,
     "h.py": "x = 1\n" * 401,
     "s.py": (
-        "def f(mode, task, d, x):\n"
+        "def f(mode, task, d, x, c):\n"
         "    if mode == 'lora':\n        pass\n"                       # finetune
         "    if mode in ('lora', 'qlora'):\n        pass\n"            # finetune
         "    if 'tokens' != task:\n        pass\n"                     # task
@@ -51,6 +51,8 @@ FILES = {
         "    if x == 'document' == d:\n        pass\n"                 # context (one node)
         "    if x in {'greedy', 'sentence'}:\n        pass\n"          # decoding and context
         "    if x < 'full' or x == 'other':\n        pass\n"           # neither counted
+        "    if (c.get('decoding') == 'greedy' or getattr(c, 'context') != 'sentence'\n"
+        "            or c['runtime'] == 'torch'):\n        pass\n"   # each on its field
         "    return {'lora': 1}[mode]\n"),                             # a table: not counted
     "t.py": "def g(m):\n    return m not in ['full']\n",               # finetune, in a table
 }
@@ -105,14 +107,18 @@ def test_circles_between_packages_only(metrics, tmp_path: Path) -> None:
 
 def test_strategy_comparisons(metrics, src: Path) -> None:
     s = metrics.measure(src, "pkg", tables=("pkg.t",))["strategy_comparisons"]
-    assert s["per_family"] == {"finetune": 2, "task": 1, "decoding": 2, "runtime": 1,
-                               "context": 2}
-    assert s["total"] == 8 and s["in_tables"] == 1
-    assert s["per_file"] == {"pkg.s": {"finetune": 2, "task": 1, "decoding": 2, "runtime": 1,
-                                       "context": 2}}
-    assert [h["line"] for h in s["hits"] if h["family"] == "context"] == [12, 14]
+    assert s["per_family"] == {"finetune": 2, "task": 1, "decoding": 3, "runtime": 2,
+                               "context": 3}
+    assert s["total"] == 11 and s["in_tables"] == 1
+    assert s["per_file"] == {"pkg.s": {"finetune": 2, "task": 1, "decoding": 3, "runtime": 2,
+                                       "context": 3}}
+    assert [h["line"] for h in s["hits"] if h["family"] == "context"] == [12, 14, 18]
+    # on fields: mode (twice), task, c.get('decoding'), getattr(c, 'context'), c['runtime']
+    assert s["on_fields"] == {"total": 6, "per_family": {"finetune": 2, "task": 1,
+                                                         "decoding": 1, "runtime": 1,
+                                                         "context": 1}}
     everywhere = metrics.measure(src, "pkg")["strategy_comparisons"]
-    assert everywhere["per_family"]["finetune"] == 3 and everywhere["total"] == 9
+    assert everywhere["per_family"]["finetune"] == 3 and everywhere["total"] == 12
     assert everywhere["per_file"]["pkg.t"] == {"finetune": 1}
 
 
@@ -122,5 +128,5 @@ def test_main_prints_and_saves(metrics, src: Path, tmp_path: Path, capsys) -> No
     printed = capsys.readouterr().out
     assert "modules over 300 lines: 2, over 400: 1" in printed
     assert "pkg.a <-> pkg.b <-> pkg.sub.e" in printed
-    assert json.loads(out.read_text())["strategy_comparisons"]["total"] == 9
+    assert json.loads(out.read_text())["strategy_comparisons"]["total"] == 12
     assert metrics.main([str(tmp_path / "nowhere"), "--package", "pkg"]) == 2
