@@ -11,8 +11,9 @@ the figures issue 22 asks for before and after.
   and ``try`` too), inside functions and under ``if TYPE_CHECKING:`` are three separate graphs;
   circles are the strongly connected components of more than one module, reported for the
   module-level graph, for module-level plus function-level imports, for all three together,
-  and for all three between the package's subpackages and top-level modules
-  (``seqrep.encode.pipeline`` counts as ``seqrep.encode``; imports inside one are dropped);
+  and between the package's subpackages and top-level modules (``seqrep.encode.pipeline``
+  counts as ``seqrep.encode``; imports inside one are dropped) with and without the
+  type-checking imports;
 - comparisons on strategy names: ``ast.Compare`` nodes with an ``==``, ``!=``, ``in`` or
   ``not in`` whose operands include a string literal naming a strategy (directly, or inside a
   tuple, list or set literal), counted once per node and family, per file. Modules passed with
@@ -311,6 +312,7 @@ def measure(src: Path, package: str = "seqrep", tables: tuple[str, ...] = (),
         "circles_with_function_imports": circles(both),
         "circles_all_imports": circles(every),
         "circles_between_packages": circles(package_graph(every, package)),
+        "circles_between_packages_at_run_time": circles(package_graph(both, package)),
         "strategy_comparisons": {
             "tables": list(tables),
             "total": len(outside),
@@ -343,6 +345,9 @@ def summary(m: dict[str, Any]) -> str:
     out.append("import circles between subpackages (all imports): "
                f"{len(m['circles_between_packages'])}")
     out += ["  " + " <-> ".join(c) for c in m["circles_between_packages"]]
+    out.append("import circles between subpackages (without type-checking imports): "
+               f"{len(m['circles_between_packages_at_run_time'])}")
+    out += ["  " + " <-> ".join(c) for c in m["circles_between_packages_at_run_time"]]
     s = m["strategy_comparisons"]
     fam = ", ".join(f"{k} {v}" for k, v in s["per_family"].items())
     tables = f" (in the tables {', '.join(s['tables'])}: {s['in_tables']})" if s["tables"] else ""

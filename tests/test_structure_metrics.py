@@ -90,19 +90,25 @@ def test_import_circles(metrics, src: Path) -> None:
     assert m["circles_all_imports"] == [["pkg.a", "pkg.b", "pkg.c", "pkg.d", "pkg.sub.e"]]
     # pkg.sub and pkg.sub.e are one node, pkg.sub (its own sub -> sub.e edge dropped)
     assert m["circles_between_packages"] == [["pkg.a", "pkg.b", "pkg.c", "pkg.d", "pkg.sub"]]
+    assert m["circles_between_packages_at_run_time"] == [["pkg.a", "pkg.b", "pkg.c", "pkg.sub"]]
 
 
 def test_circles_between_packages_only(metrics, tmp_path: Path) -> None:
-    """x -> p.one and p.two -> x: no module circle, but x and p import each other."""
+    """x -> p.one and p.two -> x: no module circle, but x and p import each other; y -> p.one
+    and p.one -> y for the type checker only: a circle only with type-checking imports."""
     for name, text in {"__init__.py": "", "x.py": "from pkg.p import one\n",
-                       "p/__init__.py": "", "p/one.py": "",
-                       "p/two.py": "import pkg.x\n"}.items():
+                       "p/__init__.py": "",
+                       "p/one.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                   "    import pkg.y\n",
+                       "p/two.py": "import pkg.x\n", "y.py": "import pkg.p.one\n"}.items():
         path = tmp_path / "pkg" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     m = metrics.measure(tmp_path, "pkg")
-    assert m["circles_all_imports"] == []
-    assert m["circles_between_packages"] == [["pkg.p", "pkg.x"]]
+    assert m["circles_with_function_imports"] == []
+    assert m["circles_all_imports"] == [["pkg.p.one", "pkg.y"]]
+    assert m["circles_between_packages"] == [["pkg.p", "pkg.x", "pkg.y"]]
+    assert m["circles_between_packages_at_run_time"] == [["pkg.p", "pkg.x"]]
 
 
 def test_strategy_comparisons(metrics, src: Path) -> None:
