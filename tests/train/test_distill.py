@@ -202,6 +202,20 @@ def test_bad_input_is_one_line_and_writes_nothing(tiny, teacher, handful, tmp_pa
              b"Obama visited Paris\ncaf\xe9 au lait\n"}
     for name, data in files.items():
         (tmp_path / name).write_bytes(data)
+    # students whose tokenizer cannot split the teacher's words: none at all, and one that
+    # belongs to another model (byte-level ids past a tiny BERT's 300 embeddings)
+    import shutil
+
+    no_tokenizer, foreign = tmp_path / "no-tokenizer", tmp_path / "foreign-tokenizer"
+    for folder in (no_tokenizer, foreign):
+        folder.mkdir()
+        for f in Path(tiny("bert")).iterdir():
+            if f.name in ("config.json", "model.safetensors"):
+                shutil.copy(f, folder / f.name)
+    for f in Path(tiny("qwen2")).glob("tokenizer*"):
+        shutil.copy(f, foreign / f.name)
+    other_labels = tmp_path / "orgs.txt"  # gold labels the teacher does not have
+    other_labels.write_text("Acme B-ORG\nfailed O\n", encoding="utf-8")
     base = ["--student", tiny("qwen2"), "--dataset", str(handful[0]), "--eval-split",
             str(handful[1]), "--test-split", "", "--quiet"]
     cases = [([str(not_a_run)], "not-a-run"),
@@ -212,7 +226,10 @@ def test_bad_input_is_one_line_and_writes_nothing(tiny, teacher, handful, tmp_pa
               "--labels"),
              ([str(teacher), "--task", "tokens"], "--task"),
              ([str(teacher), "--temperature", "0"], "--temperature"),
-             ([str(teacher), "--student", str(tmp_path / "no-such-model")], "--student")]
+             ([str(teacher), "--student", str(tmp_path / "no-such-model")], "--student"),
+             ([str(teacher), "--student", str(no_tokenizer)], "--student"),
+             ([str(teacher), "--student", str(foreign)], "--student"),
+             ([str(teacher), "--dataset", str(other_labels)], "B-ORG")]
     for k, (args, named) in enumerate(cases):
         out = tmp_path / f"out{k}"
         code, err = cli(capsys, "distill", *base, *args, "-o", str(out))

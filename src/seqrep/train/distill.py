@@ -35,7 +35,7 @@ from typing import Any
 import torch
 
 from seqrep.config import LabelerConfig, TrainConfig
-from seqrep.errors import ConfigError, DataError, SeqrepError
+from seqrep.errors import ConfigError, DataError, SeqrepError, first_line
 from seqrep.fileio import write_json
 from seqrep.train.loop import soft_cross_entropy
 from seqrep.train.teacher_cache import CACHE, CHUNK, label_cache
@@ -114,9 +114,9 @@ def teacher_config(run: Path) -> tuple[LabelerConfig, dict[str, Any]]:
     return read_config(run / "best"), saved
 
 
-def check_student(config: LabelerConfig) -> None:
+def check_student(config: LabelerConfig) -> Any:
     """The student's model configuration loads (a typo in ``--student`` is one line before the
-    teacher labels anything, not after)."""
+    teacher labels anything, not after); returns it."""
     from seqrep.errors import ModelError
     from seqrep.model.backbone import quiet_transformers, resolve_source
     from seqrep.model.checks import check_files
@@ -127,11 +127,52 @@ def check_student(config: LabelerConfig) -> None:
         from transformers import AutoConfig
 
         with quiet_transformers():
-            AutoConfig.from_pretrained(source, trust_remote_code=config.trust_remote_code)
+            return AutoConfig.from_pretrained(source,
+                                              trust_remote_code=config.trust_remote_code)
     except Exception as err:  # noqa: BLE001 - config loaders raise many types
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelError(f"--student {config.model!r}: cannot load its configuration "
-                         f"({first})") from None
+                         f"({first_line(err)})") from None
+
+
+# a student whose tokenizer gives only its unknown token (or nothing) for more than this share
+# of the teacher's distinct words cannot learn from them (a folder without tokenizer files
+# gets a tokenizer with an empty vocabulary: every word is unknown)
+MAX_UNSPLIT = 0.5
+SPLIT_CHECK_WORDS = 20_000  # distinct words checked (the first ones), to keep start-up short
+
+
+def check_student_tokenizer(config: LabelerConfig, model_config: Any,
+                            words: list[tuple[str, ...]]) -> None:
+    """The student's tokenizer loads, belongs to its model and splits the teacher's words
+    (see :data:`MAX_UNSPLIT`), or one line naming ``--student``."""
+    from seqrep.encode.align import WordTokenizer
+    from seqrep.errors import ModelError
+    from seqrep.model.backbone import quiet_transformers, resolve_source
+    from seqrep.model.checks import check_tokenizer
+
+    source = resolve_source(config.model)
+    try:
+        from transformers import AutoTokenizer
+
+        with quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(
+                source, trust_remote_code=config.trust_remote_code)
+        text_config = model_config.get_text_config()
+        if getattr(text_config, "vocab_size", None):
+            check_tokenizer(tokenizer, int(text_config.vocab_size), source)
+        distinct = list(dict.fromkeys(w for s in words for w in s))[:SPLIT_CHECK_WORDS]
+        pieces = WordTokenizer(tokenizer, cache_size=0)(distinct)
+    except Exception as err:  # noqa: BLE001 - tokenizer loaders raise many types
+        raise ModelError(f"--student {config.model!r}: its tokenizer cannot split the "
+                         f"teacher's words ({first_line(err)})") from None
+    # a word the tokenizer drops is read at its unknown token (WordTokenizer' fallback); a
+    # tokenizer without one is byte-level here, and splits every word
+    unsplit = [w for w, ids in zip(distinct, pieces) if set(ids) <= {tokenizer.unk_token_id}]
+    if distinct and len(unsplit) > MAX_UNSPLIT * len(distinct):
+        raise ModelError(f"--student {config.model!r}: its tokenizer splits "
+                         f"{len(unsplit)} of the teacher's {len(distinct)} distinct words "
+                         f"into nothing but its unknown token (e.g. {unsplit[0]!r}); expected "
+                         f"a tokenizer with a vocabulary for this text")
 
 
 def read_unlabeled(path: Path) -> list[tuple[tuple[str, ...], str]]:
@@ -217,11 +258,13 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
                           f"{teacher} ({tcfg.task})")
     student = labeler_config.replace(labels=list(tcfg.labels), task=tcfg.task)
     extra = read_unlabeled(Path(unlabeled)) if unlabeled else []
-    check_student(student)
+    student_model = check_student(student)
     if not resume:
         _check_fresh(output, overwrite, check_output)
     data = load_data(train_config, reader_options)
     check_labels(data.train, tcfg.labels, "the training split", task=tcfg.task)
+    words = [tuple(s.words) for s in data.train] + [w for w, _ in extra]
+    check_student_tokenizer(student, student_model, words)
     if not resume:
         if output.exists():
             shutil.rmtree(output)  # checked: an old run or distillation
@@ -231,7 +274,6 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
             if unlabeled else None, "temperature": temperature, "gold_weight": gold_weight,
             "labeler": student.to_dict(), "train": train_config.to_dict(),
             "reader_options": reader_options or {}})
-    words = [tuple(s.words) for s in data.train] + [w for w, _ in extra]
     if tcfg.context == "document":  # every sentence in its document: no two alike
         sentences, docs = words, [s.doc_id for s in data.train] + [d for _, d in extra]
     else:  # a sentence's labels are its own: each distinct sentence once
