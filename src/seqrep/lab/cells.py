@@ -14,6 +14,22 @@ def layer_cell(row: dict[str, Any]) -> str:
     return str(row["exit_layer"] or "all")
 
 
+def context_cell(row: dict[str, Any]) -> str:
+    """A row's context: ``sentence``, or ``document 256`` (its window budget in subtokens),
+    with its separator where it is not the default newline."""
+    if row.get("context", "sentence") == "sentence":
+        return "sentence"
+    sep = row.get("context_separator")
+    return f"document {row.get('context_tokens')}" + (
+        "" if sep in (None, "\n") else f", separator {sep!r}")
+
+
+def has_document(rows: list[dict[str, Any]]) -> bool:
+    """Whether any row read document context: only then do the tables show the column (so
+    a report of sentence-level stores reads as it did before the setting existed)."""
+    return any(r.get("context", "sentence") != "sentence" for r in rows)
+
+
 def budget(row: dict[str, Any]) -> tuple[str, int, int]:
     """A setting's budget: its dataset, training sentences and test sentences (0: unknown)."""
     return row["dataset"], row.get("train_sentences") or 0, row.get("test_sentences") or 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 _SAME = ("rest", "model", "dataset", "finetune", "r", "unmask", "train_sentences",
-         "test_sentences", "epochs", "lr")
+         "test_sentences", "epochs", "lr", "context", "context_tokens", "context_separator")
 
 
 def auto_exit_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -16,13 +16,15 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from seqrep.lab.cells import budget, layer_cell, lr_cell, save_figure
+from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_cell, save_figure
 
 
 def _speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
     for b in bench:
         if Path(str(b["model"])).name != row["model"] or (b.get("precision") or "fp32") != "fp32":
             continue  # the frontier is drawn at the default precision (fp32 on this CPU)
+        if (b.get("context") or "sentence") != row.get("context", "sentence"):
+            continue  # document rows are longer: a sentence-level speed is not theirs
         if b["mode"] == "encoder" or (b["mode"] == "cut" and b["repetitions"] == row["r"]
                                       and b["exit_layer"] == row["exit_layer"]):
             return float(b["sentences_per_second"])
@@ -43,7 +45,9 @@ def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[di
             continue
         points.append({k: r.get(k) for k in ("dataset", "model", "finetune", "r", "unmask",
                                              "exit_layer", "auto_exit", "lr",
-                                             "train_sentences", "test_sentences", "epochs")}
+                                             "train_sentences", "test_sentences", "epochs",
+                                             "context", "context_tokens",
+                                             "context_separator")}
                       | {"f1": r["test_f1"]["mean"], "f1_std": r["test_f1"]["std"],
                          "val_f1": r.get("val_f1", {}).get("mean") or 0.0,
                          "seeds": len(r["seeds"]), "sentences_per_second": speed})
@@ -83,6 +87,7 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
     """The frontier as a table per dataset (Pareto-optimal settings in bold)."""
     if not points:
         return ""
+    ctx = has_document(points)
     out = ["### Accuracy against speed", "",
            "Test F1 (mean over seeds) against inference sentences/s measured by `seqrep "
            "bench` on the same machine; **bold**: Pareto-optimal within its budget (nothing "
@@ -90,14 +95,15 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
            "least as accurate and as fast). A learning rate marked \"of N\" was chosen on "
            "validation among the N of a sweep.", "",
            "| dataset | train sents | test sents | model | mode | lr | epochs | r | exit layer "
-           "| test F1 | seeds | sentences/s | Pareto |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| " + ("context | " if ctx else "") + "test F1 | seeds | sentences/s | Pareto |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if ctx else "")]
     for p in points:
         cells = [p["dataset"], str(p["train_sentences"] or "-"),
                  str(p.get("test_sentences") or "-"), p["model"], p["finetune"],
                  _lr(p), str(p.get("epochs") or "-"),
                  str(p["r"]),
-                 layer_cell(p), f"{p['f1']:.2f}", str(p["seeds"]),
+                 layer_cell(p), *([context_cell(p)] if ctx else []), f"{p['f1']:.2f}",
+                 str(p["seeds"]),
                  f"{p['sentences_per_second']:.1f}",
                  "yes" if p["pareto"] else ""]
         if p["pareto"]:
@@ -187,11 +193,13 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 def _short(p: dict[str, Any]) -> str:
     """A point's label: the model, its r and exit layer (none for an encoder), the mode
-    where it is not full fine-tuning, and the learning rate where one was chosen."""
+    where it is not full fine-tuning, document context where it read it, and the learning
+    rate where one was chosen."""
     if p["exit_layer"] is None and not p["r"]:  # an encoder, or a whole decoder at r=0
         core = p["model"]
     else:
         core = f"{p['model']} r={p['r']} L={layer_cell(p)}"
     mode = "" if p["finetune"] == "full" else f" {p['finetune']}"
     lr = f" lr={lr_cell(p)}" if p.get("swept", 1) > 1 else ""
-    return core + mode + lr
+    context = "" if p.get("context", "sentence") == "sentence" else f" {context_cell(p)}"
+    return core + mode + context + lr

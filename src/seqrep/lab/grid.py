@@ -71,8 +71,9 @@ class GridRun:
     def name(self) -> str:
         lab, tr = self.labeler, self.train
         kind = "probe" if self.probe_layers is not None else lab.finetune
+        doc = "-doc" if lab.context == "document" else ""  # sentence runs keep their names
         return (f"{Path(tr.dataset).name}/{Path(lab.model).name}-r{lab.repetitions}-{lab.unmask}"
-                f"-L{lab.exit_layer or 'all'}-{kind}-s{tr.seed}-{self.run_id}")
+                f"-L{lab.exit_layer or 'all'}{doc}-{kind}-s{tr.seed}-{self.run_id}")
 
 
 def _split(settings: dict[str, Any], where: str) -> tuple[dict, dict, dict]:

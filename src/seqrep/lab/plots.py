@@ -39,16 +39,16 @@ def _f1_vs_r(plt: Any, ds: str, tuned: list[dict[str, Any]], out: Path) -> Path:
     series: dict[tuple, list] = defaultdict(list)
     for r in tuned:
         series[(r["model"], r["finetune"], r["unmask"], r["exit_layer"],
-                r.get("lr"))].append(r)
+                r.get("lr"), _doc(r))].append(r)
     many_lr = {m for m in {k[0] for k in series}
                if len({k[4] for k in series if k[0] == m}) > 1}
-    for (model, ft, unmask, exit_layer, lr), pts in sorted(series.items(), key=str):
+    for (model, ft, unmask, exit_layer, lr, doc), pts in sorted(series.items(), key=str):
         pts.sort(key=lambda r: r["r"])
         ax.errorbar([p["r"] for p in pts], [p["test_f1"]["mean"] for p in pts],
                     yerr=[p["test_f1"]["std"] or 0 for p in pts], marker="o",
                     capsize=3,
                     label=f"{model} {ft} unmask={unmask} L={exit_layer or 'all'}"
-                          + (f" lr={lr:g}" if model in many_lr else ""))
+                          + (f" lr={lr:g}" if model in many_lr else "") + doc)
     ax.set(xlabel="repetitions r", ylabel="test F1 (%)", title=f"{ds}: F1 against r")
     ax.legend(fontsize=6)
     return save_figure(fig, out / f"{ds}_f1_vs_r.png")
@@ -65,12 +65,12 @@ def _visibility(plt: Any, ds: str, tuned: list[dict[str, Any]], out: Path) -> Pa
         lines: dict[tuple, list] = defaultdict(list)
         for r in causal:
             lines[(r["model"], r["finetune"], r["exit_layer"] or 0,
-                   r.get("lr"))].append(r)
-        for (model, ft, layer, _), pts in sorted(lines.items(), key=str):
+                   r.get("lr"), _doc(r))].append(r)
+        for (model, ft, layer, _, doc), pts in sorted(lines.items(), key=str):
             if len(pts) > 1:  # a line needs two values of r
                 pts.sort(key=lambda r: r["r"])
                 ax.plot([p["r"] for p in pts], [p["test_f1"]["mean"] for p in pts],
-                        "o-", label=f"{model} {ft} L={layer or 'all'} F1")
+                        "o-", label=f"{model} {ft} L={layer or 'all'}{doc} F1")
     ax.set(xlabel="repetitions r", ylabel="test F1 (%)",
            title=f"{ds}: share of fully visible blocks and F1")
     ax2.set_ylabel("p(k)")
@@ -85,18 +85,19 @@ def _f1_vs_layer(plt: Any, ds: str, rs: list[dict[str, Any]], out: Path) -> Path
     series: dict[tuple, list] = defaultdict(list)
     for r in rs:
         if r["exit_layer"]:
-            series[(r["model"], r["finetune"], r["unmask"], r["r"], r.get("lr"))].append(r)
+            series[(r["model"], r["finetune"], r["unmask"], r["r"], r.get("lr"),
+                    _doc(r))].append(r)
     series = {k: pts for k, pts in series.items() if len(pts) > 1}  # a line needs 2 layers
     if not series:
         return None
     fig, ax = plt.subplots(figsize=(8.5, 4))
-    for (model, ft, unmask, rep, _), pts in sorted(series.items(), key=str):
+    for (model, ft, unmask, rep, _, doc), pts in sorted(series.items(), key=str):
         pts.sort(key=lambda r: r["exit_layer"])
         probe = ft == "probe"  # probes thin and dashed, fine-tuned runs bold
         ax.errorbar([p["exit_layer"] for p in pts], [p["test_f1"]["mean"] for p in pts],
                     yerr=[p["test_f1"]["std"] or 0 for p in pts], capsize=3,
                     marker="." if probe else "o", ls="--" if probe else "-",
-                    lw=1 if probe else 2, label=f"{model} {ft} r={rep} unmask={unmask}")
+                    lw=1 if probe else 2, label=f"{model} {ft} r={rep} unmask={unmask}{doc}")
     ax.set(xlabel="exit layer", ylabel="test F1 (%)", title=f"{ds}: F1 against exit layer")
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))  # beside
     return save_figure(fig, out / f"{ds}_f1_vs_layer.png")
@@ -116,3 +117,11 @@ def _throughput(plt: Any, bench: list[dict[str, Any]], out: Path) -> Path:
     ax.set(xlabel="exit layer", ylabel="sentences / s", title="throughput against exit layer")
     ax.legend(fontsize=7)
     return save_figure(fig, out / "throughput_vs_layer.png")
+
+
+def _doc(row: dict[str, Any]) -> str:
+    """A series' label suffix: `` document 256`` for document context, nothing at sentence
+    level (so a sentence and a document setting are two lines, never one)."""
+    from seqrep.lab.cells import context_cell
+
+    return "" if row.get("context", "sentence") == "sentence" else f" {context_cell(row)}"

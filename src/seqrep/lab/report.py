@@ -54,7 +54,7 @@ def report(results: str | Path | list[str | Path], out: str | Path,
                f"(the same run id, or a run folder holding a stored run's metrics) and "
                f"{'is' if n == 1 else 'are'} counted once: {names}.\n\n")
     md += markdown(rows)
-    for against in ("causal", "depth"):
+    for against in ("causal", "depth", "context"):
         pairs = paired(records, against)
         if pairs:
             md += "\n" + paired_markdown(pairs, against)

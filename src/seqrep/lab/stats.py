@@ -37,6 +37,10 @@ def summarize(values: Iterable[float]) -> dict[str, float | int | None]:
 # The fields the comparisons vary (r, unmasking, exit layer): shown as columns and left out of
 # the "rest" hash, so a baseline row is found by changing them and keeping the rest.
 VARIED = (("labeler", "repetitions"), ("labeler", "unmask"), ("labeler", "exit_layer"))
+# The context a run read (issue 24) is a column too: a document setting is paired with the
+# same setting at sentence context by changing these and keeping the rest.
+CONTEXT = (("labeler", "context"), ("labeler", "context_tokens"),
+           ("labeler", "context_separator"))
 
 
 def strategy(record: dict[str, Any]) -> dict[str, Any]:
@@ -52,11 +56,15 @@ def strategy(record: dict[str, Any]) -> dict[str, Any]:
     auto = exit_layer == "auto"
     if auto:  # the layer the run's probe sweep chose
         exit_layer = record["metrics"].get("exit_layer")
-    return {"rest": setting_hash(record["config"], VARIED),
+    document = lab.get("context") == "document"  # runs stored before the field: sentence
+    return {"rest": setting_hash(record["config"], VARIED + CONTEXT),
             "model": Path(lab["model"]).name, "dataset": Path(tr["dataset"]).name,
             "finetune": "probe" if probe else _finetune(lab, record["config"].get("distill")),
             "r": lab["repetitions"],
             "unmask": lab["unmask"], "exit_layer": exit_layer, "auto_exit": auto,
+            "context": "document" if document else "sentence",
+            "context_tokens": lab.get("context_tokens", 256) if document else None,
+            "context_separator": lab.get("context_separator", "\n") if document else None,
             "lr": None if probe else tr.get("lr"),
             "train_sentences": record["metrics"].get("train_sentences"),
             "test_sentences": (record["metrics"].get("test") or {}).get("sentences"),
@@ -102,7 +110,7 @@ def group(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["train_seconds"] = summarize(r["metrics"].get("train_seconds", 0) for r in recs)
         rows.append(row)
     rows.sort(key=lambda r: (r["dataset"], r["model"], r["finetune"], str(r["unmask"]), r["r"],
-                             r["exit_layer"] or 0))
+                             r["exit_layer"] or 0, r["context"] != "sentence"))
     return rows
 
 
@@ -129,18 +137,34 @@ def _deepest_exit(row: dict[str, Any], keys: Iterable[tuple]) -> tuple | None:
     return None if deepest["exit_layer"] == row["exit_layer"] else _key(deepest)
 
 
+def _sentence_context(row: dict[str, Any], keys: Iterable[tuple]) -> tuple | None:
+    """The same setting at sentence context; ``None`` for a sentence-context row. With
+    ``--exit-layer auto`` each context's runs chose their own layer: the baseline is the
+    auto-exit setting at sentence context whatever layer it chose."""
+    if row["context"] == "sentence":
+        return None
+    want = {**row, "context": "sentence", "context_tokens": None, "context_separator": None}
+    if not row.get("auto_exit"):
+        return _key(want)
+    return next((k for k in keys if {**dict(k), "exit_layer": None}
+                 == {**want, "exit_layer": None}), None)
+
+
 def paired(records: list[dict[str, Any]], against: str = "causal") -> list[dict[str, Any]]:
     """Each fine-tuned setting against a baseline run with the same seeds, paired by seed.
 
     ``against="causal"``: the causal model (r=0, no unmasking) of the same model, dataset,
     exit layer, mode and budget. ``against="depth"``: the same setting at the deepest exit
-    layer that ran. Runs of one seed share the training subset, the head's initialisation
-    and the batch order, so the per-seed difference removes the part of the spread that all
-    settings share. Rows hold the difference's statistics over the seeds both have (see
-    :func:`summarize`), in how many of those seeds the setting scored higher, and the
-    baseline's exit layer, r and unmasking.
+    layer that ran. ``against="context"``: a document-context setting against the same
+    setting at sentence context (document minus sentence). Runs of one seed share the
+    training subset, the head's initialisation and the batch order, so the per-seed
+    difference removes the part of the spread that all settings share. Rows hold the
+    difference's statistics over the seeds both have (see :func:`summarize`), in how many
+    of those seeds the setting scored higher, and the baseline's exit layer, r, unmasking
+    and context.
     """
-    base_of = {"causal": _causal_baseline, "depth": _deepest_exit}[against]
+    base_of = {"causal": _causal_baseline, "depth": _deepest_exit,
+               "context": _sentence_context}[against]
     groups = {k: _test_f1_by_seed(v) for k, v in _groups(records).items()}
     rows = []
     for key, scores in groups.items():
@@ -154,8 +178,9 @@ def paired(records: list[dict[str, Any]], against: str = "causal") -> list[dict[
             continue
         diffs = [scores[s] - base[s] for s in seeds]
         row.update(seeds=seeds, diff=summarize(diffs), wins=sum(d > 0 for d in diffs),
-                   baseline={k: dict(base_key)[k] for k in ("r", "unmask", "exit_layer")})
+                   baseline={k: dict(base_key)[k] for k in ("r", "unmask", "exit_layer",
+                                                            "context")})
         rows.append(row)
     rows.sort(key=lambda r: (r["dataset"], r["model"], r["finetune"], str(r["unmask"]), r["r"],
-                             r["exit_layer"] or 0))
+                             r["exit_layer"] or 0, r["context"] != "sentence"))
     return rows

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from seqrep.lab.cells import budget, layer_cell, lr_cell
+from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_cell
 
 
 def paired_markdown(rows: list[dict[str, Any]], against: str = "causal") -> str:
@@ -15,19 +15,25 @@ def paired_markdown(rows: list[dict[str, Any]], against: str = "causal") -> str:
         "causal": ("Against the causal baseline", "r=0 without unmasking (same model, dataset, "
                    "exit layer and budget)"),
         "depth": ("Against the deepest exit layer", "the same setting at the deepest exit "
-                  "layer that ran (same model, dataset, r, unmasking and budget)")}[against]
+                  "layer that ran (same model, dataset, r, unmasking and budget)"),
+        "context": ("Document against sentence context", "the same setting at sentence "
+                    "context (same model, dataset, r, unmasking, exit layer, budget and "
+                    "training sentences): document minus sentence")}[against]
+    ctx = has_document(rows)
     out = [f"### {title}, paired by seed", "",
            f"Test F1 of each setting minus that of {base} in the same seed: mean ± sample "
            "standard deviation of the differences, their 95 % confidence interval "
            "(Student t), and in how many seeds the setting scored higher.", "",
-           "| dataset | model | r | unmask | exit layer | against | difference | 95% CI "
-           "| higher in |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "| dataset | model | r | unmask | exit layer | " + ("context | " if ctx else "")
+           + "against | difference | 95% CI | higher in |",
+           "|---|---|---|---|---|---|---|---|---|" + ("---|" if ctx else "")]
     for r in rows:
         b = r["baseline"]
-        vs = f"L={b['exit_layer']}" if against == "depth" else f"r={b['r']}"
+        vs = {"depth": f"L={b['exit_layer']}", "context": b.get("context", "sentence")
+              }.get(against, f"r={b['r']}")
         out.append(f"| {r['dataset']} | {r['model']} | {r['r']} | {r['unmask']} | "
-                   f"{layer_cell(r)} | {vs} | {_fmt(r['diff'], sign=True)} | "
+                   f"{layer_cell(r)} | " + (f"{context_cell(r)} | " if ctx else "")
+                   + f"{vs} | {_fmt(r['diff'], sign=True)} | "
                    f"{_ci(r['diff'])} | {r['wins']} of {len(r['seeds'])} |")
     return "\n".join(out) + "\n"
 
@@ -53,34 +59,42 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     by_ds: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         by_ds[r["dataset"]].append(r)
+    ctx = has_document(rows)  # the context column, where a document run is there
+    head, rule = ("context | ", "---|") if ctx else ("", "")
+
+    def cell(r: dict[str, Any]) -> str:
+        return f"{context_cell(r)} | " if ctx else ""
+
     for ds, rs in sorted(by_ds.items()):
         out += [f"### {ds}", "",
-                "| model | mode | lr | r | unmask | exit layer | train / test sents | test F1 "
-                "| 95% CI | val F1 | seeds | train s |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                "| model | mode | lr | r | unmask | exit layer | " + head + "train / test sents "
+                "| test F1 | 95% CI | val F1 | seeds | train s |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|" + rule]
         for r in rs:
             out.append(f"| {r['model']} | {r['finetune']} | {lr_cell(r)} | {r['r']} | "
-                       f"{r['unmask']} | {layer_cell(r)} | {r['train_sentences'] or '-'} / "
+                       f"{r['unmask']} | {layer_cell(r)} | " + cell(r)
+                       + f"{r['train_sentences'] or '-'} / "
                        f"{r['test_sentences'] or '-'} | "
                        f"{_fmt(r['test_f1'])} | {_ci(r['test_f1'])} | {_fmt(r['val_f1'])} | "
                        f"{len(r['seeds'])} | {_fmt(r['train_seconds'], 0)} |")
         out.append("")
-    out += ["### Best setting per model, dataset and budget (chosen on validation F1)", "",
-            "| dataset | train / test sents | model | mode | lr | r | unmask | exit layer "
-            "| val F1 | test F1 |", "|---|---|---|---|---|---|---|---|---|---|"]
+    out += ["### Best setting per model, dataset and budget (chosen on validation F1)"
+            + (", at each context" if ctx else ""), "",
+            "| dataset | train / test sents | model | mode | lr | r | unmask | exit layer | "
+            + head + "val F1 | test F1 |", "|---|---|---|---|---|---|---|---|---|---|" + rule]
     best: dict[tuple, dict[str, Any]] = {}
 
     def val(r: dict[str, Any]) -> float:
         return r["val_f1"]["mean"] if r["val_f1"]["mean"] is not None else -1.0
 
     for r in rows:
-        k = (*budget(r), r["model"], r["finetune"] == "probe")
+        k = (*budget(r), r["model"], r["finetune"] == "probe", r.get("context", "sentence"))
         if r["test_f1"]["mean"] is not None and (k not in best or val(r) > val(best[k])):
             best[k] = r
-    for (ds, n_train, n_test, model, _), r in sorted(best.items()):
+    for (ds, n_train, n_test, model, *_), r in sorted(best.items()):
         out.append(f"| {ds} | {n_train or '-'} / {n_test or '-'} | {model} | {r['finetune']} | "
-                   f"{lr_cell(r)} | {r['r']} | {r['unmask']} | {layer_cell(r)} | "
-                   f"{_fmt(r['val_f1'])} | {_fmt(r['test_f1'])} |")
+                   f"{lr_cell(r)} | {r['r']} | {r['unmask']} | {layer_cell(r)} | " + cell(r)
+                   + f"{_fmt(r['val_f1'])} | {_fmt(r['test_f1'])} |")
     return "\n".join(out) + "\n"
 
 

@@ -1,0 +1,148 @@
+"""Document context in grid and report (issue 24): context is part of a setting (sentence and
+document runs never pool as seeds), a column of the tables and the frontier where a document
+run is present, and each document setting is paired by seed with the same setting at
+sentence context (the gain and its 95 % CI). Records without the field are sentence runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.lab.frontier import _short, frontier, frontier_markdown
+from seqrep.lab.grid import GridRun
+from seqrep.lab.stats import group, paired
+from seqrep.lab.tables import markdown, paired_markdown
+
+T975_2 = 4.302652729911275  # t(0.975, 2 degrees of freedom), from a table
+
+
+def record(f1: float, seed: int, r: int = 1, context: str | None = None,
+           model: str = "gemma3-270m", exit_layer: int | None = 12, tokens: int = 256) -> dict:
+    """A finished run as the store holds it; ``context=None``: written before the field."""
+    lab = {"model": model, "repetitions": r, "unmask": "none", "exit_layer": exit_layer,
+           "finetune": "full"}
+    if context is not None:
+        lab.update(context=context, context_tokens=tokens, context_separator="\n")
+    return {"run_id": f"{model}{r}{context}{tokens}{exit_layer}{seed}", "kind": "run",
+            "config": {"labeler": lab,
+                       "train": {"dataset": "conll2003", "seed": seed, "epochs": 2, "lr": 5e-5,
+                                 "subset_unit": "document"}},
+            "metrics": {"status": "finished", "validation": {"f1": f1 / 100 + 0.01},
+                        "test": {"f1": f1 / 100, "sentences": 3453},
+                        "train_seconds": 60, "train_sentences": 2004}}
+
+
+# test F1 per seed 1, 2, 3
+SENTENCE_R1 = (88.0, 89.0, 90.0)
+DOCUMENT_R1 = (90.0, 92.0, 91.0)  # differences 2, 3, 1: mean 2, sd 1
+SENTENCE_R0 = (80.0, 81.0, 79.0)
+DOCUMENT_R0 = (80.5, 81.0, 80.0)  # differences 0.5, 0, 1: mean 0.5, sd 0.5
+
+
+def records() -> list[dict]:
+    out = []
+    for seed in (1, 2, 3):
+        i = seed - 1
+        # seed 1 at sentence level was stored before the context field existed
+        out.append(record(SENTENCE_R1[i], seed, context=None if seed == 1 else "sentence"))
+        out.append(record(DOCUMENT_R1[i], seed, context="document"))
+        out.append(record(SENTENCE_R0[i], seed, r=0, context="sentence"))
+        out.append(record(DOCUMENT_R0[i], seed, r=0, context="document"))
+    return out
+
+
+def test_sentence_and_document_runs_are_separate_settings() -> None:
+    rows = group(records())
+    assert len(rows) == 4
+    by = {(r["r"], r["context"]): r for r in rows}
+    assert set(by) == {(1, "sentence"), (1, "document"), (0, "sentence"), (0, "document")}
+    assert all(r["seeds"] == [1, 2, 3] for r in rows)  # the old record pools as sentence
+    assert by[1, "document"]["test_f1"]["mean"] == pytest.approx(91.0)
+    assert by[1, "sentence"]["test_f1"]["mean"] == pytest.approx(89.0)
+    # another budget is another setting
+    more = records() + [record(91.0, 1, context="document", tokens=128)]
+    assert len(group(more)) == 5
+
+
+def test_document_minus_sentence_per_seed() -> None:
+    rows = paired(records(), against="context")
+    by = {r["r"]: r for r in rows}
+    assert set(by) == {0, 1}
+    assert by[1]["seeds"] == [1, 2, 3] and by[1]["wins"] == 3
+    assert by[1]["diff"]["mean"] == pytest.approx(2.0)
+    assert by[1]["diff"]["std"] == pytest.approx(1.0)
+    assert by[1]["diff"]["ci95"] == pytest.approx(T975_2 * 1.0 / 3 ** 0.5)
+    assert by[0]["diff"]["mean"] == pytest.approx(0.5) and by[0]["wins"] == 2
+    assert by[0]["diff"]["ci95"] == pytest.approx(T975_2 * 0.5 / 3 ** 0.5)
+    md = paired_markdown(rows, "context")
+    # 2 +- 4.3027 / sqrt(3) = [-0.48, 4.48]
+    assert ("| conll2003 | gemma3-270m | 1 | none | 12 | document 256 | sentence | "
+            "+2.00 ± 1.00 | [-0.48, 4.48] | 3 of 3 |") in md
+    assert "document minus sentence" in md.lower() or "against sentence context" in md.lower()
+    # the causal pairing stays within a context: document r=1 against document r=0
+    causal = {(r["r"], r["context"]): r for r in paired(records())}
+    assert set(causal) == {(1, "sentence"), (1, "document")}
+    assert causal[1, "document"]["diff"]["mean"] == pytest.approx(91.0 - 80.5)
+
+
+def test_auto_exit_settings_pair_across_the_layers_they_chose() -> None:
+    recs = []
+    for seed, (s, d) in enumerate(zip(SENTENCE_R1, DOCUMENT_R1), 1):
+        for f1, context, layer in ((s, "sentence", 11), (d, "document", 12)):
+            rec = record(f1, seed, context=context, exit_layer=None)
+            rec["config"]["labeler"]["exit_layer"] = "auto"
+            rec["metrics"]["exit_layer"] = layer
+            recs.append(rec)
+    (row,) = paired(recs, against="context")
+    assert row["diff"]["mean"] == pytest.approx(2.0) and row["seeds"] == [1, 2, 3]
+
+
+def test_the_tables_show_context_only_when_a_document_run_is_there() -> None:
+    md = markdown(group(records()))
+    assert "| context |" in md
+    assert "| gemma3-270m | full | 5e-05 | 1 | none | 12 | document 256 | 2004 / 3453 |" in md
+    assert "| gemma3-270m | full | 5e-05 | 1 | none | 12 | sentence | 2004 / 3453 |" in md
+    plain = markdown(group([r for r in records() if r["config"]["labeler"].get("context")
+                            != "document"]))
+    assert "context" not in plain
+    assert "| gemma3-270m | full | 5e-05 | 1 | none | 12 | 2004 / 3453 |" in plain
+
+
+def test_the_frontier_labels_context_and_needs_a_bench_row_of_it() -> None:
+    rows = group(records())
+    bench = [{"model": "gemma3-270m", "mode": "cut", "repetitions": r, "exit_layer": 12,
+              "sentences_per_second": speed} for r, speed in ((0, 40.0), (1, 20.0))]
+    # no document rows measured: a document setting has no speed, so it is left off
+    points = frontier(rows, bench)
+    assert {p["context"] for p in points} == {"sentence"}
+    assert "context" not in frontier_markdown(points)
+    bench.append({**bench[1], "context": "document", "sentences_per_second": 12.0})
+    points = frontier(rows, bench)
+    doc = next(p for p in points if p["context"] == "document")
+    assert doc["sentences_per_second"] == 12.0 and doc["r"] == 1
+    assert "document" in _short(doc) and "document" not in _short(
+        next(p for p in points if p["context"] == "sentence"))
+    md = frontier_markdown(points)
+    assert "| exit layer | context | test F1 |" in md
+    assert "| **12** | **document 256** | **91.00** |" in md  # Pareto: bold
+
+
+def test_a_grid_run_s_name_says_document() -> None:
+    train = TrainConfig(dataset="conll2003", seed=1)
+    doc = GridRun(LabelerConfig(model="m", context="document"), train)
+    sent = GridRun(LabelerConfig(model="m"), train)
+    assert "-doc" in doc.name and "-doc" not in sent.name
+    assert doc.run_id != sent.run_id
+
+
+def test_an_auto_exit_row_is_set_beside_fixed_layers_of_its_own_context() -> None:
+    from seqrep.lab.exit_choice import auto_exit_rows
+
+    recs = [record(f1, 1, context="sentence", exit_layer=layer)
+            for f1, layer in ((85.0, 6), (89.0, 12))]
+    recs.append(record(80.0, 1, context="document", exit_layer=6))
+    auto = record(88.0, 1, context="document", exit_layer=None)
+    auto["config"]["labeler"]["exit_layer"] = "auto"
+    auto["metrics"]["exit_layer"] = 12
+    (row,) = auto_exit_rows(group(recs + [auto]))
+    assert row["layers"] == [6]  # the document run at layer 6, not the sentence runs
