@@ -12,6 +12,7 @@ from typing import Any
 
 from seqrep.encode.repeat import COPY_READS, SUBTOKEN_READS
 from seqrep.errors import ConfigError
+from seqrep.model.tuning import MODES, modes_help
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
@@ -53,12 +54,15 @@ def _check_types(config: Any) -> None:
         if not ok:
             shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
             raise ConfigError(f"{f.name}={shown}; expected {' or '.join(kinds)}")
-FINETUNE_MODES = ("full", "lora", "qlora", "frozen")
-# Learning rates by fine-tuning mode, used where TrainConfig leaves lr / head_lr unset.
-# full: the CPU recipe measured in README.md; lora: the paper's 2e-4; frozen: no backbone
-# weight trains, so only the head's rate matters.
-DEFAULT_LR = {"full": 5e-5, "lora": 2e-4, "qlora": 2e-4, "frozen": 5e-5}
-DEFAULT_HEAD_LR = {"full": 1e-3, "lora": 1e-3, "qlora": 1e-3, "frozen": 1e-3}
+
+
+def _rates(rate: str) -> str:
+    """The default ``rate`` (``lr`` or ``head_lr``) of each fine-tuning mode, for a help text:
+    ``full 5e-5, lora 2e-4 ...``, or one value when every mode has the same."""
+    shown = {m.name: f"{getattr(m, rate):.0e}".replace("e-0", "e-") for m in MODES.values()}
+    if len(set(shown.values())) == 1:
+        return next(iter(shown.values()))
+    return "by --finetune: " + ", ".join(f"{k} {v}" for k, v in shown.items())
 
 
 def parse_unmask(value: str) -> str | tuple[int, ...]:
@@ -130,10 +134,7 @@ class LabelerConfig(_Config):
                                        "literal string")
     dropout: float = _f(0.1, "dropout before the linear head")
     padding_side: str = _f("right", "pad after (right) or before (left) the repeated sequence")
-    finetune: str = _f("full", "full (all backbone weights; the CPU default), lora (adapters on "
-                               "q,k,v,o), qlora (the paper's: LoRA on a 4-bit NF4 base; needs "
-                               "bitsandbytes able to quantize on the device: a CUDA GPU, or the "
-                               "CPU with bitsandbytes 0.50.2) or frozen (head only)")
+    finetune: str = _f("full", modes_help())
     train_embeddings: bool = _f(False, "with finetune=full, train the input embeddings too "
                                        "(off: a quarter less time per step on CPU)")
     frozen_layers: int = _f(0, "with finetune=full, keep the lowest N transformer blocks fixed "
@@ -173,7 +174,7 @@ class LabelerConfig(_Config):
         _choice("read", self.read, COPY_READS)
         _choice("bos", self.bos, ("auto", "yes", "no"))
         _choice("padding_side", self.padding_side, ("right", "left"))
-        _choice("finetune", self.finetune, FINETUNE_MODES)
+        _choice("finetune", self.finetune, tuple(MODES))
         _choice("task", self.task, ("auto", "spans", "tokens"))
         _choice("dtype", self.dtype, ("float32", "bfloat16", "float16"))
         _choice("decoding", self.decoding, ("greedy", "constrained"))
@@ -218,9 +219,10 @@ class TrainConfig(_Config):
                                       "takes the same sentences as sentence), independent of "
                                       "--context, so runs of both contexts see the same data")
     epochs: int = _f(3, "passes over the training data")
-    lr: float | None = _f(None, "learning rate of the backbone or of the LoRA adapters (unset: "
-                                "by --finetune: full 5e-5, lora 2e-4)")
-    head_lr: float | None = _f(None, "learning rate of the linear head (unset: 1e-3)")
+    lr: float | None = _f(None, f"learning rate of the backbone or of the LoRA adapters (unset: "
+                                f"{_rates('lr')})")
+    head_lr: float | None = _f(None, f"learning rate of the linear head (unset: "
+                                     f"{_rates('head_lr')})")
     weight_decay: float = _f(0.05, "AdamW weight decay (not on biases and norms)")
     warmup: float = _f(0.0, "share of steps with linear warm-up before the linear decay")
     batch_size: int = _f(16, "sentences per batch (batches hold sentences of similar length)")
@@ -267,9 +269,9 @@ class TrainConfig(_Config):
     def resolved(self, finetune: str) -> TrainConfig:
         """This config with the learning rates a fine-tuning mode implies where they are unset
         (a value the user gave always wins); the run folder records the resolved values."""
-        return self.replace(lr=DEFAULT_LR[finetune] if self.lr is None else self.lr,
-                            head_lr=DEFAULT_HEAD_LR[finetune] if self.head_lr is None
-                            else self.head_lr)
+        mode = MODES[finetune]
+        return self.replace(lr=mode.lr if self.lr is None else self.lr,
+                            head_lr=mode.head_lr if self.head_lr is None else self.head_lr)
 
 
 @dataclass(frozen=True)

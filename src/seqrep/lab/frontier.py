@@ -16,7 +16,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from seqrep.config import LabelerConfig
 from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_cell, save_figure
+
+DEFAULT_MODE = LabelerConfig.finetune  # a label names the fine-tuning mode unless it is this
 
 
 def _speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
@@ -193,13 +196,13 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 
 def _short(p: dict[str, Any]) -> str:
     """A point's label: the model, its r and exit layer (none for an encoder), the mode
-    where it is not full fine-tuning, document context where it read it, and the learning
-    rate where one was chosen."""
+    where it is not the default (full fine-tuning), document context where it read it, and
+    the learning rate where one was chosen."""
     if p["exit_layer"] is None and not p["r"]:  # an encoder, or a whole decoder at r=0
         core = p["model"]
     else:
         core = f"{p['model']} r={p['r']} L={layer_cell(p)}"
-    mode = "" if p["finetune"] == "full" else f" {p['finetune']}"
+    mode = "" if p["finetune"] == DEFAULT_MODE else f" {p['finetune']}"
     lr = f" lr={lr_cell(p)}" if p.get("swept", 1) > 1 else ""
     context = "" if p.get("context", "sentence") == "sentence" else f" {context_cell(p)}"
     return core + mode + context + lr

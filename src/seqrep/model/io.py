@@ -16,9 +16,11 @@ Layout::
     DIR/backbone/            the cut backbone's weights (finetune=full)
     DIR/tokenizer/           the tokenizer files
 
-``finetune=frozen``, ``lora`` and ``qlora`` runs reference the base model by name and reload
-it; a QLoRA run goes on the 4-bit base where bitsandbytes can quantize, else (with a notice)
-on the full-precision base.
+Which of ``adapter/`` and ``backbone/`` a folder holds is its fine-tuning mode's
+(:data:`seqrep.model.tuning.MODES`: ``saves_adapter``, ``saves_backbone``); a run that keeps
+no backbone (``frozen``, ``lora``, ``qlora``) references the base model by name and reloads
+it; a quantized (QLoRA) run goes on the 4-bit base where bitsandbytes can quantize, else
+(with a notice) on the full-precision base, as its mode's ``fallback``.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from seqrep.model.backbone import (
     require_weights,
 )
 from seqrep.model.device import qlora_device
-from seqrep.model.tuning import qlora_problem
+from seqrep.model.tuning import MODES, REBUILT, qlora_problem
 
 if TYPE_CHECKING:
     import torch
@@ -68,9 +70,10 @@ def save_labeler(labeler: SavedLabeler, path: Path) -> Path:
         head = {k: v.detach().float().contiguous().cpu()
                 for k, v in labeler.head.state_dict().items()}
         save_file(head, str(tmp / "head.safetensors"))
-        if labeler.config.finetune in ("lora", "qlora"):
+        mode = MODES[labeler.config.finetune]
+        if mode.saves_adapter:
             labeler.backbone.save_pretrained(str(tmp / "adapter"))
-        elif labeler.config.finetune == "full":
+        elif mode.saves_backbone:
             labeler.backbone.save_pretrained(str(tmp / "backbone"), safe_serialization=True)
         labeler.tokenizer.save_pretrained(str(tmp / "tokenizer"))
     return path
@@ -200,7 +203,7 @@ def _qlora_base(config: LabelerConfig, path: Path, full_precision: bool) -> Labe
                       f"adapter goes on the full-precision base {config.model} (predictions "
                       f"can differ slightly from training's; bitsandbytes==0.50.2 loads the "
                       f"4-bit base on a CPU)", FullPrecisionBase, stacklevel=3)
-    return config.replace(finetune="lora")
+    return config.replace(finetune=MODES[config.finetune].fallback)
 
 
 def load_labeler(cls: type[L], path: Path, trust_remote_code: bool = False,
@@ -219,26 +222,25 @@ def load_labeler(cls: type[L], path: Path, trust_remote_code: bool = False,
     saved = read_config(path)
     config = saved.replace(trust_remote_code=trust_remote_code)
     tokenizer = str(path / "tokenizer")
-    if config.finetune == "full":
+    mode = MODES[config.finetune]
+    if mode.saves_backbone:
         # the saved backbone is already cut, and carries its own weights: all of them
         require_weights(path / "backbone", SAFETENSORS_NAMES, "backbone")
         backbone = load_backbone(str(path / "backbone"), None, config.final_norm,
                                  config.attn_implementation, config.dtype,
                                  config.trust_remote_code, tokenizer, complete=True)
     else:
-        if config.finetune in ("lora", "qlora"):
+        if mode.saves_adapter:
             require_weights(path / "adapter", (ADAPTER_WEIGHTS,), "LoRA adapter")
-        base = config
-        if config.finetune == "qlora":
-            base = _qlora_base(config, path, full_precision)
+        base = _qlora_base(config, path, full_precision) if mode.quantized else config
         try:
             backbone = cls._load_backbone(base, tokenizer=tokenizer)
         except ModelError as err:
             raise ModelError(f"{path}: this {config.finetune} run needs its base model "
                              f"{config.model!r}, which cannot be loaded: {err}") from None
-    labeler = cls(config.replace(finetune="frozen"), backbone)
+    labeler = cls(config.replace(finetune=REBUILT), backbone)
     labeler.config = config
-    if config.finetune in ("lora", "qlora"):
+    if mode.saves_adapter:
         labeler.backbone = load_adapter(labeler.backbone, path / "adapter")
     head = path / "head.safetensors"
     try:

@@ -30,7 +30,7 @@ from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_ba
 from seqrep.model.device import Placement
 from seqrep.model.head import TokenHead
 from seqrep.model.masks import Unmasker, unmasked_layers
-from seqrep.model.tuning import prepare_backbone
+from seqrep.model.tuning import MODES
 
 
 class SequenceLabeler(EncodesSentences, nn.Module):
@@ -65,7 +65,7 @@ class SequenceLabeler(EncodesSentences, nn.Module):
         self.unmasker = Unmasker(layer_stack(backbone.model), self.layers_unmasked,
                                  backbone.model.config)
         self.head = TokenHead(info.hidden_size, max(len(config.labels), 1), config.dropout)
-        self.backbone = prepare_backbone(self.backbone, config)  # after the head's init
+        self.backbone = MODES[config.finetune].prepare(self.backbone, config)  # after the head
         self.placement = Placement()
 
     def place(self, device: str | torch.device = "auto", precision: str = "auto"
@@ -100,12 +100,7 @@ class SequenceLabeler(EncodesSentences, nn.Module):
     @staticmethod
     def _load_backbone(config: LabelerConfig, source: str | None = None, cut: bool = True,
                        tokenizer: str | None = None) -> Backbone:
-        quantization = None
-        if config.finetune == "qlora":
-            from seqrep.model.tuning import check_qlora, quantization_config
-
-            check_qlora()
-            quantization = quantization_config()
+        quantization = MODES[config.finetune].quantization()
         return load_backbone(source or config.model, config.exit_layer if cut else None,
                              config.final_norm, config.attn_implementation, config.dtype,
                              config.trust_remote_code, tokenizer, quantization)

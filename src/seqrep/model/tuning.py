@@ -14,23 +14,25 @@ modules, never from a per-family table of classes.
   A QLoRA run folder loads on the 4-bit base where bitsandbytes can quantize, else, with a
   notice, as LoRA on the full-precision base (the adapter and the head are the same).
 - ``frozen``: the backbone is fixed; only the head trains (a linear probe).
+
+Each mode is one :class:`Mode` in :data:`MODES`, the one table every caller asks (the config
+validates ``finetune`` against its keys; training takes its default rates; saving and loading
+a labeler folder read what it keeps): adding a mode adds one entry here. The module imports
+neither torch nor the config at load time, so the config can validate against the table.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-from torch import nn
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 from seqrep.errors import ConfigError, ModelError
-from seqrep.model.architectures import table_lora_targets
-from seqrep.model.device import qlora_device
 
 if TYPE_CHECKING:
-    from seqrep.config import LabelerConfig
+    from torch import nn
 
 # Attention projections LoRA adapts by default (the paper: q, k, v, o).
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "query", "key", "value")
@@ -49,6 +51,10 @@ def lora_targets(model: nn.Module, wanted: Sequence[str] = ()) -> list[str]:
     """Names of the modules to adapt: ``wanted`` (``--lora-targets``) checked against the
     model, or by default the attention projections: the architecture table's for the model
     type (:mod:`seqrep.model.architectures`), else those found by walking the modules."""
+    from torch import nn
+
+    from seqrep.model.architectures import table_lora_targets
+
     linear = {name.rsplit(".", 1)[-1] for name, m in model.named_modules()
               if isinstance(m, nn.Linear)}  # bitsandbytes' Linear4bit is one too
     if wanted:
@@ -80,6 +86,8 @@ def qlora_problem(device: str | None = None) -> str | None:
     the original."""
     import torch
 
+    from seqrep.model.device import qlora_device
+
     device = device or qlora_device()
     try:
         import bitsandbytes.functional as bnbf
@@ -105,6 +113,8 @@ def _first_line(err: Exception) -> str:
 
 def check_qlora() -> None:
     """Raise a ConfigError saying what is missing and how to get it when QLoRA cannot run."""
+    from seqrep.model.device import qlora_device
+
     problem = qlora_problem()
     if problem:
         raise ConfigError(f"--finetune qlora needs bitsandbytes able to quantize to 4-bit on "
@@ -137,25 +147,73 @@ def quantization_config() -> Any:  # a transformers BitsAndBytesConfig
                               bnb_4bit_compute_dtype=torch.bfloat16)
 
 
-def prepare_backbone(backbone: nn.Module, config: LabelerConfig) -> nn.Module:
-    """Set which weights of ``backbone`` train for ``config.finetune``; returns the module to
-    use (a peft model for ``lora`` and ``qlora``)."""
-    if getattr(backbone, "is_loaded_in_4bit", False):
-        keep_unpacked(backbone)
-    if config.finetune == "qlora" and getattr(backbone, "is_loaded_in_4bit", False):
-        from peft import prepare_model_for_kbit_training
+class TuningConfig(Protocol):
+    """What a mode reads of a :class:`~seqrep.config.LabelerConfig` (named structurally: the
+    config module imports this one, to validate ``finetune`` against :data:`MODES`)."""
 
-        backbone = prepare_model_for_kbit_training(backbone, use_gradient_checkpointing=False)
-    if config.finetune in ("lora", "qlora"):
-        from peft import LoraConfig, get_peft_model
+    finetune: str
+    lora_rank: int
+    lora_alpha: int
+    lora_dropout: float
+    lora_targets: list[str]
+    train_embeddings: bool
+    frozen_layers: int
 
-        lora = LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha,
-                          lora_dropout=config.lora_dropout,
-                          target_modules=lora_targets(backbone, config.lora_targets))
-        return get_peft_model(backbone, lora)
-    if config.finetune == "frozen":
-        backbone.requires_grad_(False)
-        return backbone
+
+@dataclass(frozen=True)
+class Mode:
+    """One fine-tuning mode: everything the config, training and a labeler folder ask of it.
+
+    Attributes:
+        name: the ``finetune`` value.
+        help: what trains, as ``--finetune``'s help text shows it.
+        train: sets which weights of a fresh backbone train and adds any adapters; returns
+            the module to use.
+        lr: the default rate of the trained backbone weights (or adapters), used where
+            ``TrainConfig.lr`` is unset.
+        head_lr: the default rate of the head (``TrainConfig.head_lr`` unset).
+        saves_backbone: a labeler folder keeps the whole cut backbone (``DIR/backbone/``);
+            otherwise the base model is reloaded by name.
+        saves_adapter: a labeler folder keeps a LoRA adapter over the base (``DIR/adapter/``,
+            peft format).
+        quantized: the base is loaded in 4-bit NF4, which needs bitsandbytes able to quantize
+            on the device (:func:`check_qlora`).
+        fallback: the mode a saved run reloads as where its quantized base cannot be loaded
+            (the same adapter and head on the full-precision base).
+    """
+
+    name: str
+    help: str
+    train: Callable[[nn.Module, TuningConfig], nn.Module]
+    lr: float
+    head_lr: float = 1e-3
+    saves_backbone: bool = False
+    saves_adapter: bool = False
+    quantized: bool = False
+    fallback: str | None = None
+
+    def prepare(self, backbone: nn.Module, config: TuningConfig) -> nn.Module:
+        """``backbone`` set up to train in this mode (a 4-bit base is kept in its one,
+        trainable format first)."""
+        if getattr(backbone, "is_loaded_in_4bit", False):
+            keep_unpacked(backbone)
+        return self.train(backbone, config)
+
+    def check(self) -> None:
+        """Raise a ConfigError where this mode cannot run here (before any data is read)."""
+        if self.quantized:
+            check_qlora()
+
+    def quantization(self) -> Any:  # a transformers BitsAndBytesConfig, or None
+        """What to load the base with: the 4-bit config for a quantized mode (checked first),
+        else None."""
+        if not self.quantized:
+            return None
+        self.check()
+        return quantization_config()
+
+
+def _train_full(backbone: nn.Module, config: TuningConfig) -> nn.Module:
     if not config.train_embeddings:
         backbone.get_input_embeddings().requires_grad_(False)
     if config.frozen_layers:
@@ -169,3 +227,52 @@ def prepare_backbone(backbone: nn.Module, config: LabelerConfig) -> nn.Module:
             block.requires_grad_(False)
     return backbone
 
+
+def _train_lora(backbone: nn.Module, config: TuningConfig) -> nn.Module:
+    from peft import LoraConfig, get_peft_model
+
+    lora = LoraConfig(r=config.lora_rank, lora_alpha=config.lora_alpha,
+                      lora_dropout=config.lora_dropout,
+                      target_modules=lora_targets(backbone, config.lora_targets))
+    return get_peft_model(backbone, lora)
+
+
+def _train_qlora(backbone: nn.Module, config: TuningConfig) -> nn.Module:
+    if getattr(backbone, "is_loaded_in_4bit", False):
+        from peft import prepare_model_for_kbit_training
+
+        backbone = prepare_model_for_kbit_training(backbone, use_gradient_checkpointing=False)
+    return _train_lora(backbone, config)
+
+
+def _train_frozen(backbone: nn.Module, config: TuningConfig) -> nn.Module:
+    backbone.requires_grad_(False)
+    return backbone
+
+
+# full: the CPU recipe measured in README.md; lora: the paper's 2e-4; frozen: no backbone
+# weight trains, so only the head's rate matters.
+MODES: dict[str, Mode] = {m.name: m for m in (
+    Mode("full", "all backbone weights; the CPU default", _train_full, lr=5e-5,
+         saves_backbone=True),
+    Mode("lora", "adapters on q,k,v,o", _train_lora, lr=2e-4, saves_adapter=True),
+    Mode("qlora", "the paper's: LoRA on a 4-bit NF4 base; needs bitsandbytes able to "
+                  "quantize on the device: a CUDA GPU, or the CPU with bitsandbytes 0.50.2",
+         _train_qlora, lr=2e-4, saves_adapter=True, quantized=True, fallback="lora"),
+    Mode("frozen", "head only", _train_frozen, lr=5e-5),
+)}
+# The mode a saved labeler is rebuilt in before its own weights go on: it adds nothing and
+# trains nothing.
+REBUILT = "frozen"
+
+
+def modes_help() -> str:
+    """``--finetune``'s help: each mode and what it trains."""
+    items = [f"{m.name} ({m.help})" for m in MODES.values()]
+    return ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def prepare_backbone(backbone: nn.Module, config: TuningConfig) -> nn.Module:
+    """Set which weights of ``backbone`` train for ``config.finetune``; returns the module to
+    use (a peft model for ``lora`` and ``qlora``)."""
+    return MODES[config.finetune].prepare(backbone, config)

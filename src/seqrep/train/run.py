@@ -31,7 +31,7 @@ from seqrep.evaluate import check_labels, check_test_labels
 from seqrep.fileio import write_json
 from seqrep.model.device import Placement, ran_on_line
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.model.tuning import check_qlora
+from seqrep.model.tuning import MODES
 from seqrep.train.loop import Trainer
 
 # a run.json is a few kB; anything far larger is not one (and is not read whole)
@@ -192,8 +192,7 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
     train_config = train_config.resolved(labeler_config.finetune)
     # fail before reading data
     Placement.resolve(train_config.device, train_config.precision, training=True)
-    if labeler_config.finetune == "qlora":
-        check_qlora()
+    MODES[labeler_config.finetune].check()
     data = load_data(train_config, reader_options)
     task = resolve_task(labeler_config.task, data.train)
     if not labeler_config.labels:
