@@ -6,12 +6,13 @@ character-offset readers use), so every span's ``text[start:end]`` is exactly it
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 from seqrep.data.tags import strict_spans, tags_to_spans
 from seqrep.data.tokenize import split_sentences, split_words
 from seqrep.decode import decode
+from seqrep.encode.document import text_documents
 from seqrep.labeler_protocol import Labeler
 
 
@@ -61,7 +62,8 @@ def _spans(tags: list[str], probs: list[float], offsets: Sequence[tuple[int, int
 
 
 def predict_text(labeler: Labeler, texts: Iterable[str], decoding: str | None = None,
-                 batch_size: int = 32, pretokenized: bool = False) -> list[dict[str, Any]]:
+                 batch_size: int = 32, pretokenized: bool | Sequence[bool] = False,
+                 docs: Sequence[Hashable | None] | None = None) -> list[dict[str, Any]]:
     """Label raw texts.
 
     Args:
@@ -69,7 +71,10 @@ def predict_text(labeler: Labeler, texts: Iterable[str], decoding: str | None = 
         texts: one document per entry; empty ones give empty results.
         decoding: see :func:`predict_tags`.
         batch_size: sentences per forward pass.
-        pretokenized: each text is one sentence of whitespace-separated words.
+        pretokenized: each text is one sentence of whitespace-separated words (one flag for
+            all texts, or one per text).
+        docs: a document id per text (None: none): with ``context="document"``, consecutive
+            texts with the same id are labeled as one document; each text is one anyway.
 
     Returns:
         One record per text: ``text``, ``sentences`` (each with ``start``, ``end``, ``words``
@@ -77,10 +82,14 @@ def predict_text(labeler: Labeler, texts: Iterable[str], decoding: str | None = 
         character offsets into ``text``.
     """
     texts = list(texts)
+    pre = [pretokenized] * len(texts) if isinstance(pretokenized, bool) else list(pretokenized)
     items = [(i, span, words) for i, text in enumerate(texts)
-             for span, words in split_text(text, pretokenized)]
+             for span, words in split_text(text, pre[i])]
+    in_docs = None  # sentence context: every sentence alone, as before
+    if getattr(labeler.config, "context", "sentence") == "document":
+        in_docs = text_documents([i for i, _, _ in items], len(texts), docs)
     tagged = predict_tags(labeler, [[texts[i][s:e] for s, e in w] for i, _, w in items],
-                          decoding, batch_size)
+                          decoding, batch_size, in_docs)
     records: list[dict[str, Any]] = [{"text": t, "sentences": [], "spans": []} for t in texts]
     for (i, (a, b), words), (tags, probs) in zip(items, tagged):
         text = texts[i]

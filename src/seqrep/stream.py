@@ -10,9 +10,10 @@ process labels every N-th chunk and the main process writes them in input order.
 An existing ``OUT`` is replaced only when it is a finished seqrep output (its first line is a
 prediction record) or with ``overwrite``; the input itself never is (:func:`check_paths`).
 
-Input is one text per ``\\n`` line; a ``.jsonl`` file holds one JSON object per line with
-``"text"`` (raw text) or ``"words"`` (a list of words). ``seqrep predict --input`` reads its
-file this way with or without ``--output`` (:func:`read_items`).
+Input is read by :mod:`seqrep.inputs` (one text per line, or JSONL records). With a labeler of
+document context, a chunk never ends inside a document (consecutive lines with one
+``doc_id``: a chunk goes on until it is whole), and a partial output that ends inside one
+resumes from the document's first line, so every document is labeled whole, in one call.
 """
 
 from __future__ import annotations
@@ -22,36 +23,24 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seqrep.errors import ConfigError, DataError
+from seqrep.inputs import (  # noqa: F401 - read_items and read_lines: imported from here too
+    chunks,
+    document_start,
+    read_items,
+    read_lines,
+    read_records,
+)
 
 if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler
 
 CHUNK = 256  # texts per chunk and process
-
-
-def read_lines(path: Path, skip: int = 0) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of each ``\\n`` line after the first ``skip``, decoded as UTF-8."""
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as err:
-        raise DataError(path, f"cannot read ({err.strerror})") from None
-    with f:
-        for n, raw in enumerate(f, 1):
-            if n <= skip:
-                continue
-            raw = raw[:-1] if raw.endswith(b"\n") else raw
-            raw = raw[:-1] if raw.endswith(b"\r") else raw
-            try:
-                text = raw.decode("utf-8")
-                yield n, text.lstrip("\ufeff") if n == 1 else text  # byte-order marks
-            except UnicodeDecodeError as err:
-                raise DataError(path, f"not valid UTF-8 (byte {err.start})", n) from None
 
 
 def scan(path: Path) -> tuple[int, int, str]:
@@ -70,42 +59,20 @@ def scan(path: Path) -> tuple[int, int, str]:
     return n + (last != b"\n"), size, digest.hexdigest()
 
 
-def _item(path: Path, n: int, line: str, jsonl: bool) -> tuple[str, bool]:
-    """``(text, pretokenized)`` of one input line."""
-    if not jsonl:
-        return line, False
-    from seqrep.data.jsonparse import parse_json
-
-    record = parse_json(line, path, n) if line.strip() else {"text": ""}
-    if isinstance(record, dict) and isinstance(record.get("text"), str):
-        return record["text"], False
-    words = record.get("words") if isinstance(record, dict) else None
-    if isinstance(words, list) and all(isinstance(w, str) and w and not any(
-            c.isspace() for c in w) for w in words):
-        return " ".join(words), True
-    raise DataError(path, 'expected an object with "text" (a string) or "words" (a list of '
-                          'words without spaces)', n)
-
-
-def read_items(path: Path, words: bool = False, skip: int = 0
-               ) -> Iterator[tuple[int, str, bool]]:
-    """``(line number, text, pretokenized)`` of each input line after the first ``skip``: a
-    ``.jsonl`` file's records (``"text"`` or ``"words"``), else the line itself; ``words``
-    makes every text pre-tokenized (whitespace-separated words)."""
-    jsonl = Path(path).suffix == ".jsonl"
-    for n, line in read_lines(path, skip):
-        text, pre = _item(path, n, line, jsonl)
-        yield n, text, pre or words
-
-
-def label_items(labeler: SequenceLabeler, items: Sequence[tuple[str, bool]],
+def label_items(labeler: SequenceLabeler, items: Sequence[tuple[Any, ...]],
                 decoding: str | None = None, batch_size: int = 32) -> list[dict[str, Any]]:
-    """Prediction records of ``(text, pretokenized)`` items, in their order."""
+    """Prediction records of ``(text, pretokenized)`` or ``(text, pretokenized, doc_id)``
+    items, in their order. With ``context="document"`` each text is a document, and so are
+    consecutive items with the same ``doc_id`` together."""
     from seqrep.predict import predict_text
 
+    if getattr(labeler.config, "context", "sentence") == "document":
+        return predict_text(labeler, [it[0] for it in items], decoding, batch_size,
+                            pretokenized=[it[1] for it in items],
+                            docs=[it[2] if len(it) > 2 else None for it in items])
     records = []
     for pre in (False, True):  # raw texts and word lists, each in one call
-        idx = [i for i, (_, p) in enumerate(items) if p == pre]
+        idx = [i for i, it in enumerate(items) if it[1] == pre]
         if idx:
             got = predict_text(labeler, [items[i][0] for i in idx], decoding, batch_size,
                                pretokenized=pre)
@@ -262,6 +229,16 @@ def complete_lines(path: Path) -> int:
     return data[:keep].count(b"\n")
 
 
+def keep_lines(path: Path, n: int) -> int:
+    """Cut a partial output to its first ``n`` lines; returns ``n``."""
+    with open(path, "r+b") as f:
+        data, keep = f.read(), 0
+        for _ in range(n):
+            keep = data.index(b"\n", keep) + 1
+        f.truncate(keep)
+    return n
+
+
 def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
                  decoding: str | None = None, batch_size: int = 32, chunk: int | None = None,
                  progress: Callable[[int, int], None] | None = None,
@@ -293,9 +270,12 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
                                                         words=words), overwrite, main)
     partial, meta = _meta(output)
     done = 0
+    whole = getattr(getattr(labeler, "config", None), "context", "sentence") == "document"
     if main:
         if partial.exists():
             done = complete_lines(partial)
+            if whole and done:  # never resume inside a document
+                done = keep_lines(partial, document_start(source, done, words))
         else:
             from seqrep.fileio import write_json
 
@@ -309,15 +289,14 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
         log(f"resuming after {done} records of {total} ({partial})")
     if progress:
         progress(done, total)
-    lines = read_items(source, words, skip=done)
+    pieces = chunks(read_records(source, words, skip=done), chunk, whole)
     out = open(partial, "ab") if main else None  # noqa: SIM115 - closed below
     try:
         while True:
-            rounds = [[next(lines, None) for _ in range(chunk)] for _ in range(world)]
-            rounds = [[x for x in r if x is not None] for r in rounds]
+            rounds = [next(pieces, []) for _ in range(world)]
             if not any(rounds):
                 break
-            records = label_items(labeler, [(t, p) for _, t, p in rounds[rank]], decoding,
+            records = label_items(labeler, [x[1:] for x in rounds[rank]], decoding,
                                   batch_size)
             if world > 1:
                 from accelerate.utils import gather_object

@@ -43,7 +43,8 @@ def predict(
     text: str | None = typer.Argument(None, help="text to label; '-' reads stdin"),
     input: Path | None = typer.Option(None, "--input", "-i",
                                       help="file with one text per line (.jsonl: objects "
-                                           "with \"text\" or \"words\")"),
+                                           "with \"text\" or \"words\", and \"doc_id\" "
+                                           "for lines of one document)"),
     output: Path | None = typer.Option(
         None, "--output", "-o", help="write JSON lines here, streaming in chunks (constant "
         "memory, progress on stderr); an interrupted run resumes; shards over torchrun / "
@@ -91,9 +92,9 @@ def predict(
                          (runtime, trust_remote_code, device, precision))
         return
     if input is not None:
-        from seqrep.stream import label_items, read_items
+        from seqrep.stream import label_items, read_records
 
-        items = [(t, p) for _, t, p in read_items(input, words)]  # as with --output
+        items = [x[1:] for x in read_records(input, words)]  # as with --output
         labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
         typer.echo(ran_on_line(labeler), err=True)  # stderr: stdout stays the records
         for record in label_items(labeler, items, decoding, batch_size):

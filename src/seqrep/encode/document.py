@@ -111,3 +111,16 @@ def missing_documents_notice(splits: dict[str, Sequence[Any]]) -> str | None:
             f"{'has' if len(bare) == 1 else 'have'} no document ids (no -DOCSTART- or "
             f"doc_id): each sentence there is a document of its own, labeled as at "
             f"sentence level")
+
+
+def text_documents(owners: Sequence[int], count: int,
+                   ids: Sequence[Hashable | None] | None = None) -> list[int]:
+    """The document of each sentence cut from ``count`` texts, for inference: ``owners`` gives
+    the text each sentence comes from. Every text is one document, and consecutive texts
+    whose ``ids`` are equal (not None) are one document together; returns one document
+    number per sentence (for :meth:`~seqrep.encode.pipeline.Encoder.items`' ``docs``)."""
+    number = [0] * count
+    for n, group in enumerate(documents(list(ids) if ids is not None else [None] * count)):
+        for i in group:
+            number[i] = n
+    return [number[i] for i in owners]

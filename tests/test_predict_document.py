@@ -1,0 +1,160 @@
+"""Prediction with a labeler saved with document context (issue 24): a raw text of several
+sentences is one document, JSONL lines name theirs with "doc_id", and streaming (chunks,
+resuming) labels every document whole. Expected tags come from the labeler's own document
+encode on the same words (``word_logits(..., docs=...)``), an independent route."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from support import cli
+
+from seqrep.model.labeler import SequenceLabeler
+from seqrep.predict import predict_text, split_text
+from seqrep.stream import predict_file
+
+LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+TEXT = ("Obama visited Paris. The European Union said on Thursday it disagreed with German "
+        "advice. Peter Blackburn met Angela in Berlin.")
+OTHER = "Maria left Tokyo for Moscow. Boris praised Madrid."
+
+
+def _sharpen(lab: SequenceLabeler) -> SequenceLabeler:
+    """A random head made steeper, so a change of context shows in the greedy tags (this
+    seed: in each test's check that it does)."""
+    torch.manual_seed(4)
+    with torch.no_grad():
+        for p in lab.head.parameters():
+            p.normal_(0, 2.0)
+    return lab.eval()
+
+
+@pytest.fixture(scope="module")
+def folder(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(0)
+    lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=1,
+                                     finetune="frozen", decoding="greedy",
+                                     context="document", context_tokens=24)
+    return _sharpen(lab).save_pretrained(tmp_path_factory.mktemp("docpredict") / "lab")
+
+
+@pytest.fixture(scope="module")
+def lab(folder: Path) -> SequenceLabeler:
+    return SequenceLabeler.from_pretrained(folder).eval()
+
+
+def words_of(text: str) -> list[list[str]]:
+    return [[text[s:e] for s, e in w] for _, w in split_text(text)]
+
+
+def tags_of(lab: SequenceLabeler, sentences: list[list[str]], docs: list | None) -> list:
+    """Greedy tags from the labeler's own logits (document rows when ``docs``)."""
+    kw = {} if docs is None else {"docs": docs}
+    return [[LABELS[i] for i in x.argmax(-1).tolist()]
+            for x in lab.word_logits(sentences, **kw)]
+
+
+def record_tags(records: list[dict]) -> list[list[str]]:
+    return [s["tags"] for r in records for s in r["sentences"]]
+
+
+def test_a_text_of_several_sentences_is_one_document(lab: SequenceLabeler) -> None:
+    sents = words_of(TEXT)
+    assert len(sents) == 3
+    whole = tags_of(lab, sents, ["d"] * 3)
+    assert whole != tags_of(lab, sents, None)  # the context shows in the tags
+    assert record_tags(predict_text(lab, [TEXT])) == whole
+    # two texts: two documents, never one
+    got = predict_text(lab, [TEXT, OTHER])
+    other = words_of(OTHER)
+    assert record_tags(got) == whole + tags_of(lab, other, ["o"] * len(other))
+
+
+def test_consecutive_texts_with_one_doc_id_are_one_document(lab: SequenceLabeler) -> None:
+    a, b = words_of(TEXT), words_of(OTHER)
+    together = tags_of(lab, a + b, ["x"] * (len(a) + len(b)))
+    assert together != tags_of(lab, a, ["x"] * len(a)) + tags_of(lab, b, ["y"] * len(b))
+    got = predict_text(lab, [TEXT, OTHER, TEXT], docs=["x", "x", None])
+    assert record_tags(got) == together + tags_of(lab, a, ["z"] * len(a))
+
+
+def test_a_sentence_level_labeler_labels_each_sentence_alone(folder: Path) -> None:
+    lab = SequenceLabeler.from_pretrained(folder)
+    lab.config = lab.config.replace(context="sentence")
+    lab.encoder.context = "sentence"
+    sents = words_of(TEXT)
+    assert record_tags(predict_text(lab, [TEXT], docs=["a"])) == tags_of(lab, sents, None)
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+ROWS = [{"text": TEXT, "doc_id": "a"}, {"text": OTHER, "doc_id": "a"},
+        {"words": ["Peter", "Blackburn", "left", "."], "doc_id": "a"},
+        {"text": OTHER}, {"text": TEXT, "doc_id": "b"}, {"text": OTHER, "doc_id": "b"},
+        {"text": OTHER, "doc_id": None}]
+
+
+def _expected(lab: SequenceLabeler) -> list[list[str]]:
+    a, b = words_of(TEXT), words_of(OTHER)
+    c = [["Peter", "Blackburn", "left", "."]]
+    return (tags_of(lab, a + b + c, ["a"] * 6) + tags_of(lab, b, ["n"] * 2)
+            + tags_of(lab, a + b, ["b"] * 5) + tags_of(lab, b, ["m"] * 2))
+
+
+def test_jsonl_lines_of_one_document_are_labeled_together(folder, lab, tmp_path,
+                                                          capsys) -> None:
+    src = _jsonl(tmp_path / "in.jsonl", ROWS)
+    code, out, err = cli(capsys, "predict", str(folder), "--input", str(src))
+    assert code == 0, err
+    records = [json.loads(x) for x in out.splitlines()]
+    assert len(records) == len(ROWS)
+    assert record_tags(records) == _expected(lab)
+
+
+@pytest.mark.parametrize("doc", [3, ["a"], {"id": "a"}, True])
+def test_a_doc_id_of_the_wrong_type_names_the_file_and_line(folder, tmp_path, capsys,
+                                                            doc) -> None:
+    src = _jsonl(tmp_path / "bad.jsonl", [{"text": TEXT, "doc_id": "a"},
+                                          {"text": OTHER, "doc_id": doc}])
+    code, out, err = cli(capsys, "predict", str(folder), "--input", str(src))
+    assert code == 2 and out == ""
+    line = err.strip().splitlines()[-1]
+    assert "bad.jsonl" in line and ":2" in line and '"doc_id"' in line, line
+    code, _, err = cli(capsys, "predict", str(folder), "--input", str(src), "--output",
+                       str(tmp_path / "out.jsonl"))
+    assert code == 2 and not (tmp_path / "out.jsonl").exists()
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_bytes().decode().split("\n")[:-1]]
+
+
+def test_streaming_never_splits_a_document(lab, tmp_path: Path) -> None:
+    src = _jsonl(tmp_path / "in.jsonl", ROWS)
+    expected = _expected(lab)
+    out = tmp_path / "out.jsonl"
+    # chunks of 2 lines would cut document "a" (3 lines) and "b" (lines 5-6)
+    assert predict_file(lab, src, out, chunk=2) == len(ROWS)
+    assert record_tags(_records(out)) == expected
+    # a partial output cut inside document "a" (after 2 of its 3 lines) resumes at its start
+    partial = tmp_path / "again.jsonl.partial"
+
+    def stop(done: int, total: int) -> None:
+        if done >= 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        predict_file(lab, src, tmp_path / "again.jsonl", chunk=2, progress=stop)
+    lines = partial.read_bytes().split(b"\n")
+    partial.write_bytes(b"\n".join(lines[:2]) + b"\n" + lines[2][:7])
+    # a resume from line 3 would label it alone: that changes its tags
+    assert tags_of(lab, [["Peter", "Blackburn", "left", "."]], None) != expected[5:6]
+    whole = _records(out)
+    assert predict_file(lab, src, tmp_path / "again.jsonl", chunk=2) == 7
+    assert _records(tmp_path / "again.jsonl") == whole
