@@ -131,7 +131,9 @@ class LabelerConfig(_Config):
                                   "copies); a longer sentence is windowed")
     context_separator: str = _f("\n", "with context=document: put before each sentence of a "
                                        "window but the document's first: none, bos, or a "
-                                       "literal string")
+                                       "literal string (one the tokenizer reads as nothing, "
+                                       "as BERT's WordPiece reads a newline, becomes its "
+                                       "[SEP] token)")
     dropout: float = _f(0.1, "dropout before the linear head")
     padding_side: str = _f("right", "pad after (right) or before (left) the repeated sequence")
     finetune: str = _f("full", modes_help())

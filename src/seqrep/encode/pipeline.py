@@ -85,6 +85,18 @@ def separator_ids(tokenizer: Any, value: str, config: LabelerConfig,
     return list(tokenizer(value, add_special_tokens=False)["input_ids"])
 
 
+def context_separator_ids(tokenizer: Any, config: LabelerConfig) -> list[int]:
+    """The ids put between the sentences of a document window. A literal separator the
+    tokenizer reads as nothing (the default newline, for BERT's WordPiece, which drops
+    whitespace) becomes the tokenizer's own separator token ([SEP]), so an encoder still
+    sees where a sentence ends, as in a BERT sentence pair; ``none`` stays nothing."""
+    ids = separator_ids(tokenizer, config.context_separator, config, "context_separator")
+    if not ids and config.context_separator not in ("none", "bos") and \
+            getattr(tokenizer, "sep_token_id", None) is not None:
+        return [tokenizer.sep_token_id]
+    return ids
+
+
 def fit_positions(config: LabelerConfig, spec: RepeatSpec, max_positions: int | None
                   ) -> LabelerConfig:
     """``config`` with its per-copy window (``max_subtokens``) cut so that ``k`` copies, the
@@ -133,9 +145,8 @@ class Encoder:
         self.context = config.context
         self.context_tokens = config.context_tokens
         # tokenized only when used: sentence context asks the tokenizer nothing new
-        self.context_separator = tuple(separator_ids(
-            tokenizer, config.context_separator, config, "context_separator")
-            if config.context == "document" else ())
+        self.context_separator = tuple(context_separator_ids(tokenizer, config)
+                                       if config.context == "document" else ())
         self._lock = threading.Lock()
 
     def segments(self, words: Sequence[str]) -> list[Segment]:
