@@ -209,7 +209,7 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
         notice = missing_documents_notice({"the training split": data.train,
                                            data.validation_source: data.eval,
                                            "the test split": data.test})
-        if notice:
+        if notice and os.environ.get("RANK", "0") == "0":  # once per launch, as say_notes
             print(notice, file=sys.stderr, flush=True)
     sweep = None
     if labeler_config.exit_layer == "auto":
