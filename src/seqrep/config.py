@@ -276,6 +276,73 @@ class TrainConfig(_Config):
                             head_lr=mode.head_lr if self.head_lr is None else self.head_lr)
 
 
+# Padded tokens per inference batch. Sorted batches of a few hundred sentences still spread
+# in length; closing a batch at this budget keeps padding near or under 10 % (see bench).
+BATCH_TOKENS = 512
+
+
+@dataclass(frozen=True)
+class InferenceConfig(_Config):
+    """How a trained labeler runs: the options ``predict``, ``evaluate``, ``serve``, ``export``
+    and ``bench`` share, each with one default and one check (a command takes the fields it
+    needs: :func:`seqrep.cli.options.inference_option`).
+
+    Messages name the command-line option (``--batch-size 0; expected 1 or more``): these
+    values come from the command line, or from a program that mirrors it.
+    """
+
+    runtime: str = _f("auto", "torch, onnx, onnx-int8 or auto (onnx for a seqrep export "
+                              "folder)")
+    device: str = _f("auto", "auto, cpu, cuda, cuda:N or mps")
+    precision: str = _f("auto", "auto (bf16 on GPUs and on CPUs with native bf16, else fp32), "
+                                "fp32, bf16 or fp16")
+    batch_size: int = _f(32, "sentences per batch (batches hold sentences of similar length)")
+    batch_tokens: int = _f(BATCH_TOKENS, "close a batch before it passes this many padded "
+                                         "tokens")
+    threads: int | None = _f(None, "torch CPU threads (default: all cores; seqrep serve: the "
+                                   "cores less one, at least 1: the event loop keeps a core, "
+                                   "so the model's threads never wait for it)")
+    decoding: str | None = _f(None, "greedy or constrained (default: the run's)")
+    trust_remote_code: bool = _f(False, "run code shipped with the model (never enabled by "
+                                        "the run folder itself)")
+
+    def __post_init__(self) -> None:
+        _check_types(self)
+        for f in dataclasses.fields(self):
+            self.check(f.name, getattr(self, f.name))
+
+    @staticmethod
+    def check(name: str, value: Any, flag: str | None = None) -> Any:
+        """``value`` if field ``name`` accepts it, else a ConfigError naming ``flag`` (default
+        the field's option, ``--batch-size``); the commands' options call it as they are
+        read, so a bad value fails before any model loads."""
+        flag = flag or f"--{name.replace('_', '-')}"
+        if name in ("batch_size", "batch_tokens", "threads") and value is not None \
+                and value < 1:
+            raise ConfigError(f"{flag} {value}; expected 1 or more")
+        if name == "runtime":
+            from seqrep.runtimes import CHOICES
+
+            if value not in CHOICES:
+                raise ConfigError(f"{flag} {value!r}; expected one of {', '.join(CHOICES)}")
+        if name == "precision":
+            from seqrep.runtimes import PRECISIONS
+
+            if str(value).lower() not in PRECISIONS:
+                raise ConfigError(f"{flag} {value!r}; expected one of {', '.join(PRECISIONS)}")
+        if name == "device":
+            d = str(value).lower()
+            if d not in ("auto", "cpu", "mps", "cuda") and not (
+                    d.startswith("cuda:") and d[5:].isdigit()):
+                raise ConfigError(f"{flag} {value!r}; expected auto, cpu, cuda, cuda:N or mps")
+        if name == "decoding" and value is not None:
+            from seqrep.decode import DECODINGS
+
+            if value not in DECODINGS:
+                raise ConfigError(f"{flag} {value!r}; expected {' or '.join(DECODINGS)}")
+        return value
+
+
 @dataclass(frozen=True)
 class ReaderConfig(_Config):
     """How to read data files: the reader options, the same on every command and in grids.

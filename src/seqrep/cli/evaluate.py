@@ -18,10 +18,10 @@ from rich.console import Console
 from rich.table import Table
 
 from seqrep.cli.options import (
-    check_decoding,
     command,
     config_params,
     config_values,
+    inference_option,
     parse_label_map,
 )
 from seqrep.config import ReaderConfig
@@ -44,20 +44,12 @@ def _params() -> list:
         p("split", str | None, typer.Option(None, "--split", help="train, validation or test "
                                             "(default: test for a dataset, the whole file for "
                                             "a file)")),
-        p("decoding", str | None, typer.Option(None, "--decoding", help="greedy or "
-                                               "constrained (default: the run's)",
-                                               callback=check_decoding)),
+        p("decoding", str | None, inference_option("decoding")),
         p("label_map", list[str] | None, typer.Option(None, "--label-map",
                                                       help="rename dataset labels, OLD=NEW")),
-        p("batch_size", int, typer.Option(64, "--batch-size")),
-        p("trust_remote_code", bool, typer.Option(False, "--trust-remote-code", help=(
-            "run code shipped with the model (never enabled by the run folder itself)"))),
-        p("device", str, typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N or mps")),
-        p("precision", str, typer.Option("auto", "--precision",
-                                         help="auto (bf16 on GPUs and on CPUs with native bf16, "
-                                              "else fp32), fp32, bf16 or fp16")),
-        p("runtime", str, typer.Option("auto", "--runtime", help="torch, onnx, onnx-int8 or "
-                                       "auto (onnx for a seqrep export folder)")),
+        *(p(name, kind, inference_option(name)) for name, kind in (
+            ("batch_size", int), ("trust_remote_code", bool), ("device", str),
+            ("precision", str), ("runtime", str))),
         p("max_sentences", int | None, typer.Option(
             None, "--max-sentences", help="score only the first N sentences (a quick check)")),
         p("predictions", Path | None, typer.Option(

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from seqrep.cli.options import command
 from seqrep.lab.bench import BenchConfig
 
 
@@ -43,51 +45,38 @@ def report(results: list[Path] = typer.Argument(..., help="results stores (JSONL
     typer.echo(f"wrote {path}")
 
 
-def bench(model: str = typer.Option(BenchConfig.model, "--model"),
-          repetitions: str = typer.Option("0,1,2,4", "--repetitions", help="comma list of r"),
-          exit_layer: str = typer.Option("10,20,30", "--exit-layer",
-                                         help="comma list of exit layers"),
-          dataset: str = typer.Option(BenchConfig.dataset, "--dataset"),
-          split: str = typer.Option(BenchConfig.split, "--split"),
-          sentences: int = typer.Option(BenchConfig.sentences, "--sentences"),
-          batch_size: int = typer.Option(BenchConfig.batch_size, "--batch-size"),
-          max_tokens: int = typer.Option(BenchConfig.max_tokens, "--max-tokens",
-                                         help="padded tokens per batch (0: no limit)"),
-          encoder: str = typer.Option("minilm-l6", "--encoder",
-                                      help="encoder baseline ('' for none)"),
-          baseline: bool = typer.Option(True, "--baseline/--no-baseline",
-                                        help="time the full forward + hidden_states[L] too"),
-          threads: int | None = typer.Option(None, "--threads"),
-          precision: str = typer.Option("fp32", "--precision",
-                                        help="comma list of how the cut model runs, side by "
-                                             "side: fp32, bf16 (PyTorch autocast), onnx, "
-                                             "onnx-int8 (ONNX Runtime)"),
-          repeats: int = typer.Option(BenchConfig.repeats, "--repeats",
-                                      help="timed passes per setting; the fastest counts"),
-          output: Path | None = typer.Option(None, "--output", "-o", help="write JSON here"),
-          as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+def _bench_params() -> list:
+    import inspect
+
+    from seqrep.cli.options import config_params
+
+    def p(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+        return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                                 default=default)
+
+    return [*config_params(BenchConfig, names={"exit_layers": "--exit-layer",
+                                               "precisions": "--precision"}),
+            p("output", Path | None, typer.Option(None, "--output", "-o",
+                                                  help="write JSON here")),
+            p("as_json", bool, typer.Option(False, "--json", help="print JSON"))]
+
+
+def bench_command(values: dict[str, Any]) -> None:
     """Throughput, latency, padding waste, FLOPs and memory of the labeler's forward pass."""
-    from seqrep.errors import ConfigError
+    from seqrep.cli.options import config_values
     from seqrep.fileio import write_json
-    from seqrep.lab.bench import run_bench
+    from seqrep.lab import bench as lab
 
-    def ints(text: str, name: str) -> tuple[int, ...]:
-        try:
-            return tuple(int(x) for x in text.split(",") if x.strip())
-        except ValueError:
-            raise ConfigError(f"--{name} {text!r}: expected a comma list of integers") from None
-
-    cfg = BenchConfig(model=model, repetitions=ints(repetitions, "repetitions"),
-                      exit_layers=ints(exit_layer, "exit-layer"), dataset=dataset, split=split,
-                      sentences=sentences, batch_size=batch_size, max_tokens=max_tokens or None,
-                      encoder=encoder or None,
-                      baseline=baseline, threads=threads, repeats=repeats,
-                      precisions=tuple(p.strip() for p in precision.split(",") if p.strip()))
-    result = run_bench(cfg, echo=(lambda *_: None) if as_json else typer.echo)
-    if output:
-        write_json(output, result)
+    cfg = BenchConfig(**config_values(BenchConfig, values))
+    as_json = values["as_json"]
+    result = lab.run_bench(cfg, echo=(lambda *_: None) if as_json else typer.echo)
+    if values["output"]:
+        write_json(values["output"], result)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
     else:
         for s in result["speedups"]:
             typer.echo(json.dumps(s))
+
+
+bench = command(bench_command, _bench_params(), bench_command.__doc__ or "")

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from seqrep.cli.options import inference_option
+
 
 def export(
     run: Path = typer.Argument(..., help="run folder (or a saved labeler folder)"),
@@ -21,9 +23,7 @@ def export(
         False, "--int8", help="also write model.int8.onnx (dynamic int8 with the sensitive "
         "layers in fp32; kept CoNLL-2003 F1 within 0.5 points on SmolLM2, 1.24x fp32 speed: "
         "check F1 on your model); load it with --runtime onnx-int8"),
-    trust_remote_code: bool = typer.Option(
-        False, "--trust-remote-code",
-        help="run code shipped with the model (never enabled by the run folder itself)"),
+    trust_remote_code: bool = inference_option("trust_remote_code"),
 ) -> None:
     """Export RUN's cut backbone, word pooling and head to one ONNX graph (dynamic batch,
     length and word count) that `OnnxLabeler` runs without a torch model; the opset, the

@@ -25,32 +25,66 @@ def field_default(f: dataclasses.Field) -> Any:
 
 
 def config_params(config: type, skip: Iterable[str] = (),
-                  short: dict[str, str] | None = None) -> Params:
+                  short: dict[str, str] | None = None,
+                  names: dict[str, str] | None = None) -> Params:
     """One keyword parameter with a ``typer.Option`` per field of ``config``.
 
     Args:
         config: a config dataclass (every field has a default and ``metadata["help"]``).
         skip: fields the command sets itself.
         short: extra flags by field name (``{"repetitions": "-r"}``).
+        names: flags other than the field's name (``{"exit_layers": "--exit-layer"}``).
+
+    A ``tuple[int, ...]`` or ``tuple[str, ...]`` field is a comma list (``--repetitions
+    0,1,2``) that arrives as a tuple; a bad item is one line naming the option.
     """
     hints = typing.get_type_hints(config)
     out = []
     for f in dataclasses.fields(config):
         if f.name in skip:
             continue
-        if type(None) in typing.get_args(hints[f.name]) and len(typing.get_args(
+        flag = (names or {}).get(f.name, f"--{f.name.replace('_', '-')}")
+        extra: dict[str, Any] = {}
+        default = field_default(f)
+        if typing.get_origin(hints[f.name]) is tuple:
+            hints[f.name], extra["parser"] = CommaList, comma_list(hints[f.name], flag)
+            extra["metavar"] = "A,B,..."
+            default = ",".join(str(x) for x in default)
+        elif type(None) in typing.get_args(hints[f.name]) and len(typing.get_args(
                 hints[f.name])) > 2:  # int | str | None: typer takes one type, str
             hints[f.name] = str | None
-        flag = f"--{f.name.replace('_', '-')}"
         if hints[f.name] is bool:
             flag = f"{flag}/--no-{flag[2:]}"
         flags = [flag] + ([short[f.name]] if short and f.name in short else [])
-        default = field_default(f)
         info = typer.Option(None if isinstance(default, list) and not default else default,
-                            *flags, help=f.metadata.get("help", ""), show_default=True)
+                            *flags, help=f.metadata.get("help", ""), show_default=True, **extra)
         out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=info,
                                      annotation=hints[f.name]))
     return out
+
+
+class CommaList(tuple):
+    """The type of a comma-list option (its values: a tuple)."""
+
+
+def comma_list(hint: Any, flag: str) -> Callable[[Any], tuple]:
+    """A parser of ``"0,1,2"`` into a tuple of the items' type (``tuple[int | None, ...]``:
+    ints); a bad item is a ConfigError naming ``flag``."""
+    from seqrep.errors import ConfigError
+
+    item = typing.get_args(hint)[0]  # tuple[X, ...] -> X
+    kind = next(k for k in typing.get_args(item) or (item,) if k is not type(None))
+
+    def parse(value: Any) -> tuple:
+        if not isinstance(value, str):
+            return tuple(value)
+        try:
+            return tuple(kind(x.strip()) for x in value.split(",") if x.strip())
+        except ValueError:
+            raise ConfigError(f"{flag} {value!r}: expected a comma list of "
+                              f"{kind.__name__}s") from None
+
+    return parse
 
 
 def config_values(config: type, values: dict[str, Any], skip: Iterable[str] = ()
@@ -90,6 +124,20 @@ def option(config: type, name: str, *flags: str, **kw: Any) -> Any:
     return typer.Option(field_default(f), *flags, help=f.metadata.get("help", ""), **kw)
 
 
+def inference_option(name: str, *flags: str, **kw: Any) -> Any:
+    """The ``typer.Option`` of :class:`~seqrep.config.InferenceConfig`'s field ``name``, the
+    same on every command that has it: its default, its help, and its check while the options
+    are read (a bad value is one line naming the option, exit 2, before any model loads)."""
+    from seqrep.config import InferenceConfig
+
+    flags = flags or (f"--{name.replace('_', '-')}",)
+
+    def check(value: Any) -> Any:
+        return InferenceConfig.check(name, value, flags[0])
+
+    return option(InferenceConfig, name, *flags, callback=check, show_default=True, **kw)
+
+
 def parse_label_map(items: list[str] | None) -> dict[str, str]:
     """``["PERSON=PER", ...]`` -> ``{"PERSON": "PER"}``."""
     from seqrep.errors import ConfigError
@@ -106,10 +154,6 @@ def parse_label_map(items: list[str] | None) -> dict[str, str]:
 def check_decoding(value: str | None) -> str | None:
     """``--decoding``'s check, as a typer callback: a value other than greedy or constrained
     is one line and exit 2 while the options are read, before any model loads."""
-    if value is not None:
-        from seqrep.decode import DECODINGS
-        from seqrep.errors import ConfigError
+    from seqrep.config import InferenceConfig
 
-        if value not in DECODINGS:
-            raise ConfigError(f"--decoding {value!r}; expected {' or '.join(DECODINGS)}")
-    return value
+    return InferenceConfig.check("decoding", value)

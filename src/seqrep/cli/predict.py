@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from seqrep.cli.options import check_decoding
+from seqrep.cli.options import inference_option
 
 
 def _lines(text: str) -> list[str]:
@@ -52,18 +52,12 @@ def predict(
     output_format: str = typer.Option("jsonl", "--format", help="jsonl or conll"),
     words: bool = typer.Option(False, "--words",
                                help="input lines are pre-tokenized, whitespace-separated words"),
-    decoding: str | None = typer.Option(None, "--decoding", help="greedy or constrained",
-                                        callback=check_decoding),
-    batch_size: int = typer.Option(32, "--batch-size"),
-    trust_remote_code: bool = typer.Option(
-        False, "--trust-remote-code",
-        help="run code shipped with the model (never enabled by the run folder itself)"),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda, cuda:N or mps"),
-    precision: str = typer.Option("auto", "--precision",
-                                  help="auto (bf16 on GPUs and on CPUs with native "
-                                       "bf16, else fp32), fp32, bf16 or fp16"),
-    runtime: str = typer.Option("auto", "--runtime", help="torch, onnx, onnx-int8 or auto "
-                                "(onnx for a seqrep export folder)"),
+    decoding: str | None = inference_option("decoding"),
+    batch_size: int = inference_option("batch_size"),
+    trust_remote_code: bool = inference_option("trust_remote_code"),
+    device: str = inference_option("device"),
+    precision: str = inference_option("precision"),
+    runtime: str = inference_option("runtime"),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="with --output: replace an existing file that is no seqrep "
         "output, and start over from a partial output of another input or labeler"),

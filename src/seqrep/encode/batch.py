@@ -13,11 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from seqrep.config import BATCH_TOKENS as MAX_TOKENS  # noqa: F401 - tokens per batch
 from seqrep.encode.repeat import Segment
-
-# Padded tokens per inference batch. Sorted batches of a few hundred sentences still spread
-# in length; closing a batch at this budget keeps padding near or under 10 % (see bench).
-MAX_TOKENS = 512
 
 
 @dataclass

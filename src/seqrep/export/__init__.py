@@ -29,8 +29,6 @@ from seqrep.export.files import (  # noqa: F401
     sha256,
 )
 
-RUNTIMES = ("auto", "torch", "onnx", "onnx-int8")
-
 
 def load_labeler(path, runtime: str = "auto", trust_remote_code: bool = False,  # noqa: ANN001, ANN201
                  device: str = "auto", precision: str = "auto", threads: int | None = None):
@@ -38,9 +36,10 @@ def load_labeler(path, runtime: str = "auto", trust_remote_code: bool = False,  
 
     Args:
         path: a run or labeler folder (torch), or a folder from ``seqrep export --onnx``.
-        runtime: ``torch`` (:class:`~seqrep.model.labeler.SequenceLabeler`), ``onnx``
+        runtime: a name of :data:`seqrep.runtimes.RUNTIMES`: ``torch``
+            (:class:`~seqrep.model.labeler.SequenceLabeler`), ``onnx``
             (:class:`~seqrep.export.runtime.OnnxLabeler`), ``onnx-int8`` (its int8 graph,
-            written by ``seqrep export --int8``) or ``auto`` (onnx when ``path`` is an ONNX
+            written by ``seqrep export --int8``), or ``auto`` (onnx when ``path`` is an ONNX
             export, else torch).
         trust_remote_code, device, precision: as for SequenceLabeler.from_pretrained (the
             ONNX runtime accepts only the CPU and fp32, or auto).
@@ -50,20 +49,19 @@ def load_labeler(path, runtime: str = "auto", trust_remote_code: bool = False,  
     from pathlib import Path
 
     from seqrep.errors import ConfigError
+    from seqrep.runtimes import check_runtime
+    from seqrep.runtimes import runtime as pick
 
-    if runtime not in RUNTIMES:
-        raise ConfigError(f"--runtime {runtime!r}; expected one of {', '.join(RUNTIMES)}")
     exported = (Path(path) / META_FILE).is_file()
-    if runtime == "auto":
-        runtime = "onnx" if exported else "torch"
-    if runtime in ("onnx", "onnx-int8"):
+    chosen = pick(check_runtime(runtime), exported)
+    if exported and not chosen.onnx:
+        raise ConfigError(f"{path} is an ONNX export; use --runtime onnx (or auto)")
+    if chosen.onnx:
         require_onnx("onnxruntime")
         from seqrep.export.runtime import OnnxLabeler
 
         return OnnxLabeler.from_pretrained(path, threads, device=device, precision=precision,
-                                           variant="int8" if runtime == "onnx-int8" else None)
-    if exported:
-        raise ConfigError(f"{path} is an ONNX export; use --runtime onnx (or auto)")
+                                           variant=chosen.variant)
     from seqrep.model.labeler import SequenceLabeler
 
     return SequenceLabeler.from_pretrained(path, trust_remote_code, device, precision)

@@ -22,35 +22,40 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqrep.encode.batch import MAX_TOKENS
+from seqrep.config import InferenceConfig
 from seqrep.lab.speed import block_linears, flops_per_token, forward_flops, matmul_rate
 from seqrep.lab.tables import bench_markdown  # noqa: F401 - its home before
+from seqrep.runtimes import RUNTIMES, Runtime
+
+
+def _f(default: Any, help: str) -> Any:
+    return field(default=default, metadata={"help": help})
 
 
 @dataclass(frozen=True)
 class BenchConfig:
-    """What to measure."""
+    """What to measure (the ``seqrep bench`` options); batch size, token budget and threads
+    start from :class:`~seqrep.config.InferenceConfig`'s, as on the other commands."""
 
-    model: str = field(default="smollm2-135m", metadata={"help": "decoder to measure"})
-    repetitions: tuple[int, ...] = field(default=(0, 1, 2, 4), metadata={"help": "values of r"})
-    exit_layers: tuple[int | None, ...] = field(default=(10, 20, 30),
-                                                 metadata={"help": "exit layers"})
-    dataset: str = field(default="conll2003", metadata={"help": "sentences to run"})
-    split: str = field(default="test", metadata={"help": "split of the dataset"})
-    sentences: int = field(default=256, metadata={"help": "first N sentences of the split"})
-    batch_size: int = field(default=32, metadata={"help": "sentences per batch"})
-    max_tokens: int | None = field(default=MAX_TOKENS, metadata={
-        "help": "padded tokens per batch (batches are sorted by length and close at it)"})
-    repeats: int = field(default=3, metadata={"help": "timed passes; the fastest counts"})
-    latency_sentences: int = field(default=32, metadata={"help": "sentences timed one by one"})
-    encoder: str | None = field(default="minilm-l6", metadata={"help": "encoder baseline"})
-    baseline: bool = field(default=True, metadata={
-        "help": "also time the full forward with all hidden states, then layer L"})
-    threads: int | None = field(default=None, metadata={"help": "torch threads"})
-    precisions: tuple[str, ...] = field(default=("fp32",), metadata={
-        "help": "how the cut model runs, each measured side by side: PyTorch fp32 or bf16 "
-                "autocast (each against the matmul ceiling of its own precision), or ONNX "
-                "Runtime: onnx (fp32), onnx-int8 (the shipped int8 recipe)"})
+    model: str = _f("smollm2-135m", "decoder to measure")
+    repetitions: tuple[int, ...] = _f((0, 1, 2, 4), "comma list of r")
+    exit_layers: tuple[int | None, ...] = _f((10, 20, 30), "comma list of exit layers")
+    dataset: str = _f("conll2003", "sentences to run")
+    split: str = _f("test", "split of the dataset")
+    sentences: int = _f(256, "first N sentences of the split")
+    batch_size: int = _f(InferenceConfig.batch_size, "sentences per batch")
+    max_tokens: int | None = _f(InferenceConfig.batch_tokens, "padded tokens per batch "
+                                "(batches are sorted by length and close at it; 0: no limit)")
+    repeats: int = _f(3, "timed passes; the fastest counts")
+    latency_sentences: int = _f(32, "sentences timed one by one")
+    encoder: str | None = _f("minilm-l6", "encoder baseline ('' for none)")
+    baseline: bool = _f(True, "also time the full forward with all hidden states, then "
+                              "layer L")
+    threads: int | None = _f(InferenceConfig.threads, "torch threads (default: all cores)")
+    precisions: tuple[str, ...] = _f(("fp32",), (
+        "comma list of how the cut model runs, each measured side by side: PyTorch fp32 or "
+        "bf16 autocast (each against the matmul ceiling of its own precision), or ONNX "
+        "Runtime: onnx (fp32), onnx-int8 (the shipped int8 recipe)"))
 
     def __post_init__(self) -> None:
         from seqrep.errors import ConfigError
@@ -59,16 +64,33 @@ class BenchConfig:
         if bad or not self.precisions:
             raise ConfigError(f"--precision {','.join(self.precisions)!r}: expected a comma "
                               f"list of {', '.join(PRECISIONS)}")
+        InferenceConfig.check("batch_size", self.batch_size)
+        InferenceConfig.check("threads", self.threads)
+        if self.max_tokens is not None and self.max_tokens < 0:
+            raise ConfigError(f"--max-tokens {self.max_tokens}; expected 0 (no limit) or more")
+        if self.max_tokens == 0:
+            object.__setattr__(self, "max_tokens", None)
+        for name in ("sentences", "repeats"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name} {getattr(self, name)}; expected 1 or more")
 
 
-PRECISIONS = ("fp32", "bf16", "onnx", "onnx-int8")
-ONNX = {"onnx": None, "onnx-int8": "int8"}  # runtime -> export variant
+# What a row runs: a PyTorch autocast precision, or an ONNX runtime of seqrep.runtimes (its
+# graph variant; measured against the fp32 ceiling)
+TORCH_PRECISIONS = ("fp32", "bf16")
+PRECISIONS = (*TORCH_PRECISIONS, *(r.name for r in RUNTIMES.values() if r.onnx))
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+def _onnx(setting: str) -> Runtime | None:
+    """The ONNX runtime a bench setting names, or None for a PyTorch precision."""
+    found = RUNTIMES.get(setting)
+    return found if found is not None and found.onnx else None
 
 
 def _ceiling_precision(precision: str) -> str:
     """The matmul ceiling a row is measured against: ONNX Runtime rows against fp32's."""
-    return "fp32" if precision in ONNX else precision
+    return "fp32" if _onnx(precision) else precision
 
 
 def matmul_gflops(m: int, k: int, n: int, repeats: int = 20, precision: str = "fp32",
@@ -122,13 +144,14 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     waste = 1.0 - sum(lengths) / sum(m.numel() for m in masks)
     terms = flops_per_token(lab.backbone)
     blocks, flops = terms[1], forward_flops(lengths, terms)
-    if precision in ONNX:
-        from seqrep.export.runtime import OnnxLabeler
-
+    onnx = _onnx(precision)
+    if onnx is not None:
         if exported is None:
             raise ValueError(f"an {precision} row needs the folder _export wrote")
+        from seqrep.export.runtime import OnnxLabeler
+
         lab = OnnxLabeler.from_pretrained(exported, intra_op_num_threads=threads
-                                          or torch.get_num_threads(), variant=ONNX[precision])
+                                          or torch.get_num_threads(), variant=onnx.variant)
 
     def run(batch_words: list[list[str]], bs: int) -> list[torch.Tensor]:
         if mode != "full_hidden_states":
@@ -226,10 +249,11 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     scratch = tempfile.TemporaryDirectory(prefix="seqrep-bench-")  # the ONNX exports
     for model, r, layer, mode, precision in jobs:
         exported = None
-        if precision in ONNX:
+        onnx = _onnx(precision)
+        if onnx is not None:
             exported = str(Path(scratch.name) / f"r{r}-L{layer}")
             with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
-                pool.submit(_export, model, r, layer, exported, ONNX[precision],
+                pool.submit(_export, model, r, layer, exported, onnx.variant,
                             cfg.threads).result()
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
             row = pool.submit(_measure, model, r, layer, words, cfg.batch_size, cfg.max_tokens,

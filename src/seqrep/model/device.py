@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import torch
 
 from seqrep.errors import ConfigError
+from seqrep.runtimes import PRECISIONS, RUNTIMES
 
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -149,9 +149,6 @@ def ran_on(labeler: object) -> dict[str, str | None]:
             "autocast": where.precision if where else None}
 
 
-RUNTIME_NAMES = {"torch": "PyTorch", "onnx": "ONNX Runtime", "onnx-int8": "ONNX Runtime"}
-
-
 def ran_on_line(labeler: object) -> str:
     """:func:`ran_on` as the line a command prints on stderr before it evaluates or predicts,
     e.g. ``running on cpu, PyTorch, bf16 autocast (native)``: a score is never read without
@@ -160,10 +157,11 @@ def ran_on_line(labeler: object) -> str:
     if r["device"] is None:
         return "running on an unknown device"
     parts = [r["device"]]
+    known = RUNTIMES.get(r["runtime"] or "")
     if r["runtime"]:
-        parts.append(RUNTIME_NAMES.get(r["runtime"], r["runtime"]))
-    if r["runtime"] == "onnx-int8":
-        parts.append("int8 graph")
+        parts.append(known.title if known else r["runtime"])
+    if known and known.note:
+        parts.append(known.note)
     elif r["autocast"] == "fp32":
         parts.append("fp32")
     elif r["autocast"]:

@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ from seqrep.serve.batcher import Batcher, Closed, QueueFull, WorkerDead
 from seqrep.serve.metrics import Metrics
 from seqrep.serve.middleware import ApiError, BodyLimit, Observe, error_response
 from seqrep.serve.schemas import HFEntity, HFRequest, LabelRequest, LabelResponse, ModelInfo
+from seqrep.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler
@@ -51,24 +52,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("seqrep.serve")
 STATIC = Path(__file__).parent / "static"
 DOCS_ASSETS = "/docs-assets"  # the OpenAPI pages' scripts and styles, served from here
-
-
-@dataclass(frozen=True)
-class ServeSettings:
-    """Limits and batching of one server (the ``seqrep serve`` options)."""
-
-    max_batch_tokens: int = 512
-    max_wait_ms: float = 10.0
-    max_text_chars: int = 10_000
-    max_texts: int = 64
-    max_queue: int = 256
-    retry_after_s: int = 1
-
-    @property
-    def max_body_bytes(self) -> int:
-        """Bytes a request body may have: room for the largest request, even with every
-        character written as a JSON escape pair (12 bytes), plus 64 KiB."""
-        return self.max_texts * self.max_text_chars * 12 + 65_536
 
 
 class _State:

@@ -1,0 +1,127 @@
+"""The inference options predict, evaluate, serve, export and bench share: one default each,
+read here from the click command objects the user runs (not from the config dataclass), and a
+bad value is one line naming the option, exit 2, on every command, before any model loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+from support import cli
+
+from seqrep.cli.app import app
+
+COMMANDS = ("predict", "evaluate", "serve", "export", "bench")
+# The defaults as the README documents them: batches of at most 32 sentences (the bench
+# section) and 512 padded tokens (`seqrep serve --max-batch-tokens 512`, the bench section),
+# runtime / device / precision auto, torch's own thread count, the run's decoding.
+EXPECTED = {"--batch-size": 32, "--runtime": "auto", "--device": "auto", "--precision": "auto",
+            "--threads": None, "--decoding": None, "--trust-remote-code": False}
+# the padded-token budget of a batch has a name per command (kept: documented flags)
+BATCH_TOKENS = {"serve": "--max-batch-tokens", "bench": "--max-tokens"}
+# bench's --precision is another option under the same name: a comma list of the settings it
+# measures side by side (fp32, bf16, onnx, onnx-int8), documented with the default fp32
+NOT_SHARED = {("bench", "--precision")}
+
+
+def _defaults() -> dict[str, dict[str, object]]:
+    group = typer.main.get_command(app)
+    out = {}
+    for name in COMMANDS:
+        command = group.commands[name]  # type: ignore[attr-defined]
+        out[name] = {opt: p.default for p in command.params for opt in p.opts}
+    return out
+
+
+def test_each_shared_option_has_one_default_on_every_command() -> None:
+    defaults = _defaults()
+    for flag, expected in EXPECTED.items():
+        having = {c: d[flag] for c, d in defaults.items() if flag in d
+                  and (c, flag) not in NOT_SHARED}
+        assert having and all(v == expected for v in having.values()), (flag, having)
+    tokens = {c: defaults[c][flag] for c, flag in BATCH_TOKENS.items()}
+    assert set(tokens.values()) == {512}, tokens
+
+
+def test_the_loading_commands_share_runtime_device_and_precision() -> None:
+    defaults = _defaults()
+    for command in ("predict", "evaluate", "serve"):
+        for flag in ("--runtime", "--device", "--precision", "--batch-size"
+                     if command != "serve" else "--max-batch-tokens"):
+            assert flag in defaults[command], (command, flag)
+    assert "--trust-remote-code" in defaults["export"]
+    assert "--threads" in defaults["serve"] and "--threads" in defaults["bench"]
+
+
+def test_serve_help_shows_device_and_precision(capsys) -> None:
+    code, out, _ = cli(capsys, "serve", "--help")
+    assert code == 0 and "--device" in out and "--precision" in out
+
+
+def _never(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+    raise AssertionError("a model was loaded (or a benchmark ran) after a bad option value")
+
+
+ARGS = {"predict": ["predict", "{run}", "Obama left."],
+        "evaluate": ["evaluate", "{run}", "--dataset", "{run}/x.txt"],
+        "serve": ["serve", "{run}", "--port", "1"],
+        "bench": ["bench"]}
+BAD = [("--batch-size", "0", "--batch-size 0"), ("--runtime", "foo", "--runtime 'foo'"),
+       ("--precision", "foo", "--precision 'foo'"), ("--device", "tpu", "--device 'tpu'"),
+       ("--threads", "0", "--threads 0"), ("--max-batch-tokens", "0", "--max-batch-tokens 0"),
+       ("--max-tokens", "-1", "--max-tokens -1")]
+
+
+@pytest.mark.parametrize("command", list(ARGS))
+@pytest.mark.parametrize("option,value,says", BAD)
+def test_a_bad_value_is_one_line_exit_2(command: str, option: str, value: str, says: str,
+                                        tmp_path: Path, capsys, monkeypatch) -> None:
+    if option not in _defaults()[command] or (command, option) in NOT_SHARED:
+        pytest.skip(f"seqrep {command} has no shared {option}")
+    import seqrep.export
+    import seqrep.lab.bench
+    import seqrep.serve.app
+
+    monkeypatch.setattr(seqrep.export, "load_labeler", _never)
+    monkeypatch.setattr(seqrep.serve.app, "create_app", _never)
+    monkeypatch.setattr(seqrep.lab.bench, "run_bench", _never)
+    args = [a.format(run=tmp_path) for a in ARGS[command]] + [option, value]
+    code, _, err = cli(capsys, *args)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and says in err, err
+
+
+def test_bench_precision_list_is_checked_before_anything_runs(capsys, monkeypatch) -> None:
+    import seqrep.lab.bench
+
+    monkeypatch.setattr(seqrep.lab.bench, "run_bench", _never)
+    code, _, err = cli(capsys, "bench", "--precision", "fp32,fp64")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--precision" in err, err
+    code, _, err = cli(capsys, "bench", "--repetitions", "1,x")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--repetitions" in err, err
+
+
+def test_bench_options_are_typed_and_reach_the_config(capsys, monkeypatch) -> None:
+    """Comma lists arrive as tuples of ints, 0 tokens as no limit, '' as no encoder; the help
+    is BenchConfig's."""
+    import seqrep.lab.bench
+
+    seen = []
+
+    def record(cfg, echo=print):  # noqa: ANN001, ANN202
+        seen.append(cfg)
+        return {"speedups": []}
+
+    monkeypatch.setattr(seqrep.lab.bench, "run_bench", record)
+    code, _, err = cli(capsys, "bench", "--repetitions", "0,2", "--exit-layer", "5",
+                       "--max-tokens", "0", "--encoder", "", "--precision", "fp32,onnx",
+                       "--batch-size", "8", "--threads", "1")
+    assert code == 0, err
+    (cfg,) = seen
+    assert (cfg.repetitions, cfg.exit_layers, cfg.max_tokens, cfg.encoder, cfg.precisions,
+            cfg.batch_size, cfg.threads) == ((0, 2), (5,), None, None, ("fp32", "onnx"), 8, 1)
+    group = typer.main.get_command(app)
+    helps = {o: p.help for p in group.commands["bench"].params for o in p.opts}  # type: ignore
+    assert helps["--repeats"] == "timed passes; the fastest counts"
+    assert helps["--latency-sentences"] == "sentences timed one by one"  # reachable now
