@@ -331,9 +331,10 @@ class InferenceConfig(_Config):
             if str(value).lower() not in PRECISIONS:
                 raise ConfigError(f"{flag} {value!r}; expected one of {', '.join(PRECISIONS)}")
         if name == "device":
+            from seqrep.runtimes import DEVICES
+
             d = str(value).lower()
-            if d not in ("auto", "cpu", "mps", "cuda") and not (
-                    d.startswith("cuda:") and d[5:].isdigit()):
+            if d not in DEVICES and not (d.startswith("cuda:") and d[5:].isdigit()):
                 raise ConfigError(f"{flag} {value!r}; expected auto, cpu, cuda, cuda:N or mps")
         if name == "decoding" and value is not None:
             from seqrep.decode import DECODINGS

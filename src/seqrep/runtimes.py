@@ -15,6 +15,7 @@ from dataclasses import dataclass
 # autocast precisions of the torch runtime (seqrep.model.device resolves ``auto``)
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 AUTO = "auto"
+DEVICES = (AUTO, "cpu", "cuda", "mps")  # what --device names (and cuda:N)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from seqrep.errors import ConfigError, ModelError
 from seqrep.export.files import META_FILE, require_onnx, sha256
 from seqrep.model.backbone import BackboneInfo
 from seqrep.model.device import Placement
+from seqrep.runtimes import RUNTIMES
 
 
 def read_meta(path: str | Path) -> dict[str, Any]:
@@ -62,7 +63,7 @@ class OnnxLabeler(EncodesSentences):
     """
 
     training = False
-    runtime = "onnx"  # "onnx-int8" when the int8 graph was loaded
+    runtime = "onnx"  # the seqrep.runtimes name: "onnx-int8" when the int8 graph was loaded
 
     def __init__(self, session: Any, tokenizer: Any, config: LabelerConfig,
                  info: BackboneInfo, meta: dict[str, Any] | None = None) -> None:
@@ -150,8 +151,8 @@ class OnnxLabeler(EncodesSentences):
         session = cls.make_session(model_path, intra_op_num_threads)
         labeler = cls(session, tokenizer, config, _info(meta), meta)
         labeler.model_file = name
-        if variant == "int8":
-            labeler.runtime = "onnx-int8"
+        labeler.runtime = next((r.name for r in RUNTIMES.values()  # onnx, or onnx-int8
+                                if r.onnx and r.variant == variant), f"onnx-{variant}")
         return labeler
 
     @classmethod
