@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from seqrep.encode.batch import MAX_TOKENS
+from seqrep.encode.document import documents
 from seqrep.labeler_protocol import Labeler
 from seqrep.predict import decode_logits, predict_text, split_text
 
@@ -84,36 +85,59 @@ class Job:
     future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
     queued: float = field(default_factory=time.monotonic)
     sentences: list[tuple[str, ...]] = field(default_factory=list)
+    documents: list[tuple[tuple[str, ...], ...]] = field(default_factory=list)  # per text
     rows: list[int] = field(default_factory=list)
     gone: bool = False  # the client went away: drop the job if it has not run
     word_scores: bool = False  # add each sentence's per-word probabilities ("scores")
 
 
-class _Cached:
-    """The labeler as predict_text sees it, with the batch's logits already computed."""
+def _documentwise(labeler: Labeler) -> bool:
+    """Whether ``labeler`` reads documents (``context="document"``)."""
+    return getattr(labeler.config, "context", "sentence") == "document"
 
-    def __init__(self, labeler: Labeler, cache: dict, owner: Batcher) -> None:
-        self._labeler, self._cache, self._owner = labeler, cache, owner
+
+class _Cached:
+    """The labeler as predict_text sees it, with the batch's logits already computed: per
+    sentence, or with ``docs`` (document context) per document; each entry is keyed by the
+    tuple of its sentences."""
+
+    def __init__(self, labeler: Labeler, owner: Batcher) -> None:
+        self._labeler, self._cache, self._owner = labeler, {}, owner
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._labeler, name)
 
+    def fill(self, keys: Sequence[tuple[tuple[str, ...], ...]], batch_size: int = 32,
+             max_tokens: int | None = MAX_TOKENS) -> int:
+        """Compute the logits of the ``keys`` not cached yet, in one pass (a key of several
+        sentences is one document); returns the number of sentences computed."""
+        missing = [k for k in dict.fromkeys(keys) if k not in self._cache]
+        sentences = [list(s) for k in missing for s in k]
+        if not sentences:
+            return 0
+        kw = {"docs": [j for j, k in enumerate(missing) for _ in k]} \
+            if _documentwise(self._labeler) else {}
+        got = iter(self._labeler.word_logits(sentences, batch_size, max_tokens, **kw))
+        self._cache.update({k: [next(got) for _ in k] for k in missing})
+        return len(sentences)
+
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
-        missing = list(dict.fromkeys(tuple(s) for s in sentences if tuple(s) not in self._cache))
-        if missing:
-            self._owner.misses += len(missing)
-            logits = self._labeler.word_logits([list(s) for s in missing], batch_size,
-                                               max_tokens)
-            self._cache.update(zip(missing, logits))
-        return [self._cache[tuple(s)] for s in sentences]
+                    max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                    ) -> list[torch.Tensor]:
+        groups = documents(docs) if docs is not None else [[i] for i in range(len(sentences))]
+        keys = [tuple(tuple(sentences[i]) for i in g) for g in groups]
+        self._owner.misses += self.fill(keys, batch_size, max_tokens)
+        return [x for k in keys for x in self._cache[k]]
 
 
 def _add_word_scores(labeler: Labeler, records: list[dict], decoding: str | None) -> None:
     """Give each sentence of ``records`` the probabilities of its tags (``scores``), decoded
     from the same logits as predict_text's, so tags and scores agree."""
     sentences = [s["words"] for r in records for s in r["sentences"]]
-    decoded = iter(decode_logits(labeler, sentences, labeler.word_logits(sentences), decoding))
+    kw = {"docs": [k for k, r in enumerate(records) for _ in r["sentences"]]} \
+        if _documentwise(labeler) else {}
+    decoded = iter(decode_logits(labeler, sentences, labeler.word_logits(sentences, **kw),
+                                 decoding))
     for record in records:
         for sentence in record["sentences"]:
             sentence["scores"] = [round(p, 4) for p in next(decoded)[1]]
@@ -244,9 +268,9 @@ class Batcher:
                 self._gauge()
             try:
                 for text in job.texts:
-                    job.sentences += text_sentences(text, job.pretokenized)
-                job.rows = [len(seg) for s in job.sentences
-                            for seg in self.labeler.encode(list(s))]
+                    job.documents.append(tuple(text_sentences(text, job.pretokenized)))
+                    job.sentences += job.documents[-1]
+                job.rows = self._rows(job)
             except Exception as err:  # noqa: BLE001 - handed to the waiting request
                 with self._cv:
                     self._forming.remove(job)
@@ -324,12 +348,22 @@ class Batcher:
             self._running = []
         return True
 
+    def _rows(self, job: Job) -> list[int]:
+        """The lengths of the model rows of ``job``'s sentences (documents: one per text)."""
+        if not _documentwise(self.labeler):
+            return [len(seg) for s in job.sentences for seg in self.labeler.encode(list(s))]
+        docs = [k for k, d in enumerate(job.documents) for _ in d]
+        return [len(it.segment) for it in self.labeler.encoder.items(
+            [list(s) for d in job.documents for s in d], docs=docs)]
+
     def _label(self, batch: list[Job], rows: list[int]) -> None:
-        sentences = list(dict.fromkeys(s for job in batch for s in job.sentences))
+        cached = _Cached(self.labeler, self)
+        whole = _documentwise(self.labeler)  # then each text is a document
+        keys = [k for job in batch
+                for k in (job.documents if whole else [(s,) for s in job.sentences]) if k]
         start = time.perf_counter()
         try:
-            logits = self.labeler.word_logits([list(s) for s in sentences], max(1, len(rows)),
-                                              self.max_batch_tokens) if sentences else []
+            sentences = cached.fill(keys, max(1, len(rows)), self.max_batch_tokens)
         except Exception as err:  # noqa: BLE001 - every request of the batch gets it
             log.exception("forward pass failed")
             for job in batch:
@@ -338,9 +372,8 @@ class Batcher:
         self.batches += 1
         self.largest = max(self.largest, len(batch))
         if self.metrics is not None:
-            self.metrics.observe_batch(len(batch), len(sentences), padded_tokens(rows),
+            self.metrics.observe_batch(len(batch), sentences, padded_tokens(rows),
                                        time.perf_counter() - start)
-        cached = _Cached(self.labeler, dict(zip(sentences, logits)), self)
         for job in batch:
             try:
                 records = predict_text(cached, job.texts, job.decoding,  # type: ignore[arg-type]

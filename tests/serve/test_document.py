@@ -1,0 +1,114 @@
+"""Serving a labeler saved with document context (issue 24): each text of a request is one
+document, in /v1/label, the HF endpoint and the spaCy component alike, with the labels
+``seqrep predict`` gives (itself checked against the labeler's own document encode)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import torch
+
+from seqrep.model.labeler import SequenceLabeler
+from seqrep.predict import predict_text, split_text
+from seqrep.serve.batcher import Batcher
+
+LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+TEXTS = ["Obama visited Paris. The European Union said on Thursday it disagreed with German "
+         "advice. Peter Blackburn met Angela in Berlin.",
+         "Maria left Tokyo for Moscow. Boris praised Madrid.",
+         "Peter Blackburn left."]
+
+
+@pytest.fixture(scope="module")
+def doc_dir(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(0)
+    lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=1,
+                                     finetune="frozen", decoding="greedy",
+                                     context="document", context_tokens=24)
+    torch.manual_seed(4)  # a steeper random head: context shows in the tags
+    with torch.no_grad():
+        for p in lab.head.parameters():
+            p.normal_(0, 2.0)
+    return lab.save_pretrained(tmp_path_factory.mktemp("servedoc") / "lab")
+
+
+@pytest.fixture(scope="module")
+def doc_lab(doc_dir: Path) -> SequenceLabeler:
+    return SequenceLabeler.from_pretrained(doc_dir).eval()
+
+
+def _tags(records: list[dict]) -> list[list[str]]:
+    return [s["tags"] for r in records for s in r["sentences"]]
+
+
+def _document_tags(lab: SequenceLabeler, text: str) -> list[list[str]]:
+    """The labeler's own document encode of the text's sentences (the independent route)."""
+    sents = [[text[s:e] for s, e in w] for _, w in split_text(text)]
+    return [[LABELS[i] for i in x.argmax(-1).tolist()]
+            for x in lab.word_logits(sents, docs=["d"] * len(sents))]
+
+
+def _sentence_tags(lab: SequenceLabeler, text: str) -> list[list[str]]:
+    sents = [[text[s:e] for s, e in w] for _, w in split_text(text)]
+    return [[LABELS[i] for i in x.argmax(-1).tolist()] for x in lab.word_logits(sents)]
+
+
+def test_batched_requests_label_each_text_as_one_document(doc_lab, same) -> None:
+    want = [t for text in TEXTS for t in _document_tags(doc_lab, text)]
+    assert want != [t for text in TEXTS for t in _sentence_tags(doc_lab, text)]
+    batcher = Batcher(doc_lab, max_batch_tokens=100_000, max_wait_ms=50)
+    jobs = [batcher.submit(TEXTS), batcher.submit(TEXTS[:1]), batcher.submit(TEXTS[1:])]
+    jobs.append(batcher.submit(TEXTS[1:2], word_scores=True))
+    batcher.start()
+    got = [j.result(timeout=60) for j in jobs]
+    batcher.close()
+    assert batcher.misses == 0 and batcher.largest == 4  # one shared pass for all four
+    assert _tags(got[0]) == want
+    same(got[0], predict_text(doc_lab, TEXTS))
+    same(got[1] + got[2], predict_text(doc_lab, TEXTS))
+    probs = [torch.softmax(x, -1).max(-1).values.tolist()
+             for x in doc_lab.word_logits([["Maria", "left", "Tokyo", "for", "Moscow", "."],
+                                           ["Boris", "praised", "Madrid", "."]], docs=[0, 0])]
+    for sentence, p in zip(got[3][0]["sentences"], probs):
+        assert sentence["scores"] == pytest.approx(p, abs=1.5e-4)
+
+
+def test_label_and_hf_endpoints_answer_as_predict(doc_dir, doc_lab, serving, same) -> None:
+    pytest.importorskip("fastapi", reason="the serve extra is not installed")
+    from seqrep.serve.app import create_app
+
+    app = create_app(doc_dir)
+    want = predict_text(doc_lab, TEXTS)
+
+    async def main() -> tuple:
+        async with serving(app) as c:
+            label = await c.post("/v1/label", json={"texts": TEXTS})
+            hf = await c.post("/v1/hf", json={"inputs": TEXTS,
+                                              "parameters": {"aggregation_strategy": "none"}})
+            return label, hf
+
+    label, hf = asyncio.run(main())
+    assert label.status_code == 200 and hf.status_code == 200
+    same(label.json()["results"], want)
+    words = [[w for w, t in zip(s["words"], s["tags"]) if t != "O"]
+             for r in want for s in r["sentences"]]
+    assert [[w["word"] for w in r] for r in hf.json()] == \
+        [[w for s in r["sentences"] for w, t in zip(s["words"], s["tags"]) if t != "O"]
+         for r in want]
+    assert any(words)
+
+
+def test_spacy_doc_is_one_document(doc_dir, doc_lab) -> None:
+    spacy = pytest.importorskip("spacy", reason="the spacy extra is not installed")
+    import seqrep.serve.spacy_component  # noqa: F401 - registers the factory
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("seqrep", config={"model": str(doc_dir)})
+    for doc, text in zip([nlp(TEXTS[0]), *nlp.pipe(TEXTS[1:])], TEXTS):
+        record = predict_text(doc_lab, [text])[0]
+        assert _tags([record]) == _document_tags(doc_lab, text)
+        spans = [(s["start"], s["end"], s["label"]) for s in record["spans"]
+                 if s not in doc._.seqrep_unaligned]
+        assert [(e.start_char, e.end_char, e.label_) for e in doc.ents] == spans
