@@ -146,3 +146,31 @@ def test_an_auto_exit_row_is_set_beside_fixed_layers_of_its_own_context() -> Non
     auto["metrics"]["exit_layer"] = 12
     (row,) = auto_exit_rows(group(recs + [auto]))
     assert row["layers"] == [6]  # the document run at layer 6, not the sentence runs
+
+
+def test_the_issue24_grid_pairs_each_setting_across_contexts() -> None:
+    from pathlib import Path
+
+    from seqrep.lab.grid import expand, load_spec
+
+    root = Path(__file__).resolve().parents[2]
+    runs = expand(load_spec(root / "experiments" / "issue24-docs.yaml"))
+    assert len(runs) == 3 * 2 * 3  # (Gemma r=0, r=1, MiniLM) x 2 contexts x 3 seeds
+    assert all(r.train.subset_unit == "document" and r.train.max_train_sentences == 2000
+               and r.train.max_eval_sentences == 500 and r.train.test_split == "test"
+               and r.train.max_test_sentences is None for r in runs)
+
+    def twin(r: GridRun) -> tuple:
+        return (r.labeler.replace(context="sentence").to_dict().items().__repr__(),
+                repr(r.train))
+
+    by: dict[tuple, set] = {}
+    for r in runs:
+        by.setdefault(twin(r), set()).add(r.labeler.context)
+    assert len(by) == 9 and all(v == {"sentence", "document"} for v in by.values())
+    minilm = [r for r in runs if r.labeler.model == "minilm-l6"]
+    assert {(r.labeler.repetitions, r.labeler.exit_layer, r.train.lr) for r in minilm} == \
+        {(0, None, 5e-4)}
+    gemma = [r for r in runs if r.labeler.model == "gemma3-270m"]
+    assert {(r.labeler.repetitions, r.labeler.exit_layer, r.train.lr) for r in gemma} == \
+        {(0, 12, 5e-5), (1, 12, 5e-5)}
