@@ -38,10 +38,13 @@ def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[di
     """Fine-tuned settings (rows of :func:`seqrep.lab.stats.group`) with a measured speed:
     ``dataset, model, finetune, r, unmask, exit_layer, f1, f1_std, seeds,
     sentences_per_second, pareto``, fastest first within each budget; of a learning-rate
-    sweep, the rate best on validation (``swept``: how many rates it was chosen from)."""
+    sweep, the rate best on validation (``swept``: how many rates it was chosen from).
+    An unmasked setting takes the speed of its model, r and exit layer: unmasking changes
+    which positions attend, not the work (batches are padded, so attention always runs with
+    a mask)."""
     points = []
     for r in rows:
-        if r["finetune"] == "probe" or r["test_f1"]["mean"] is None or r["unmask"] != "none":
+        if r["finetune"] == "probe" or r["test_f1"]["mean"] is None:
             continue
         speed = _speed(r, bench)
         if speed is None:
@@ -102,7 +105,7 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if ctx else "")]
     for p in points:
         cells = [p["dataset"], str(p["train_sentences"] or "-"),
-                 str(p.get("test_sentences") or "-"), p["model"], p["finetune"],
+                 str(p.get("test_sentences") or "-"), p["model"], _mode(p),
                  _lr(p), str(p.get("epochs") or "-"),
                  str(p["r"]),
                  layer_cell(p), *([context_cell(p)] if ctx else []), f"{p['f1']:.2f}",
@@ -113,6 +116,12 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
             cells = [f"**{c}**" if c else c for c in cells]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
+
+
+def _mode(p: dict[str, Any]) -> str:
+    """The mode cell: the fine-tuning (and teacher), and the unmasking where there is one."""
+    unmask = p.get("unmask") or "none"
+    return p["finetune"] if unmask == "none" else f"{p['finetune']}, unmask {unmask}"
 
 
 def _lr(p: dict[str, Any]) -> str:
@@ -202,7 +211,7 @@ def _short(p: dict[str, Any]) -> str:
         core = p["model"]
     else:
         core = f"{p['model']} r={p['r']} L={layer_cell(p)}"
-    mode = "" if p["finetune"] == DEFAULT_MODE else f" {p['finetune']}"
+    mode = "" if _mode(p) == DEFAULT_MODE else f" {_mode(p)}"
     lr = f" lr={lr_cell(p)}" if p.get("swept", 1) > 1 else ""
     context = "" if p.get("context", "sentence") == "sentence" else f" {context_cell(p)}"
     return core + mode + context + lr

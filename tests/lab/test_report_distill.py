@@ -1,0 +1,80 @@
+"""``seqrep report`` on distilled students (issue 25), from hand-made run folders and a bench
+JSON: the students are marked with their teacher in the table and on the frontier, beside the
+teacher and the plainly trained runs of the same settings, never pooled with them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from seqrep.lab.report import report
+
+TEACHER = "/runs/issue25/teacher"
+
+
+def run_folder(root: Path, name: str, model: str, r: int, exit_layer: int | None, f1: float,
+               unmask: str = "none", teacher: str | None = None) -> Path:
+    folder = root / name
+    folder.mkdir()
+    labeler = {"model": f"/m/{model}", "repetitions": r, "unmask": unmask,
+               "exit_layer": exit_layer, "finetune": "full"}
+    run = {"labeler": labeler, "train": {"dataset": "/d/conll2003", "epochs": 1, "seed": 1,
+                                         "lr": 5e-5}}
+    if teacher:
+        run["distill"] = {"teacher": teacher, "temperature": 1.0, "gold_weight": 0.0}
+    (folder / "run.json").write_text(json.dumps(run))
+    (folder / "metrics.json").write_text(json.dumps(
+        {"status": "finished", "validation": {"f1": f1 + 0.01}, "train_sentences": 100,
+         "test": {"f1": f1, "sentences": 50}}))
+    return folder
+
+
+def bench_row(model: str, mode: str, r: int, exit_layer: int | None, speed: float
+              ) -> dict[str, object]:
+    return {"model": model, "mode": mode, "precision": "fp32", "repetitions": r,
+            "exit_layer": exit_layer, "layers_computed": exit_layer or 6, "sentences": 256,
+            "tokens": 5752, "seconds": round(256 / speed, 3), "sentences_per_second": speed,
+            "tokens_per_second": 1480.5, "latency_ms": 41.49, "padding_waste": 0.1,
+            "flops_per_sentence": 1523984640, "gflops_per_second": 100.0,
+            "peak_memory_mb": 1124.2, "checksum": 1.0, "share_of_ceiling": 0.5}
+
+
+def bench_file(path: Path) -> Path:
+    rows = [bench_row("/m/gemma", "cut", 1, 11, 18.0), bench_row("/m/gemma", "cut", 0, 18, 30.0),
+            bench_row("/m/minilm", "encoder", 0, None, 170.0)]
+    path.write_text(json.dumps({"kind": "bench", "config": {}, "matmul_gflops": 200.0,
+                                "matmul_shapes": [], "ceilings": {"fp32": 200.0}, "rows": rows,
+                                "speedups": [], "precision_speedups": []}))
+    return path
+
+
+def lines_with(text: str, *parts: str) -> list[str]:
+    """The lines holding every part (Pareto rows' bold marks left out)."""
+    return [line for line in text.replace("**", "").splitlines()
+            if all(p in line for p in parts)]
+
+
+def test_students_are_marked_in_the_table_and_on_the_frontier(tmp_path: Path) -> None:
+    runs = [run_folder(tmp_path, "teacher", "gemma", 1, 11, 0.91),
+            run_folder(tmp_path, "minilm-plain", "minilm", 0, None, 0.85),
+            run_folder(tmp_path, "minilm-student", "minilm", 0, None, 0.89, teacher=TEACHER),
+            run_folder(tmp_path, "gemma-r0-plain", "gemma", 0, 18, 0.80, unmask="full"),
+            run_folder(tmp_path, "gemma-r0-student", "gemma", 0, 18, 0.88, unmask="full",
+                       teacher=TEACHER)]
+    md = report(runs, tmp_path / "report", bench_file(tmp_path / "bench.json")).read_text()
+    table, frontier = md.split("### Accuracy against speed")
+    marked = "full, distilled from teacher"
+    # the results table: each student its own row, named by its teacher's run folder
+    rows = [line for line in table.splitlines() if line.startswith("| minilm |")]
+    assert sorted(rows) == [
+        "| minilm | full | 5e-05 | 0 | none | all | 100 / 50 | 85.00 | - | 86.00 | 1 | 0 |",
+        f"| minilm | {marked} | 5e-05 | 0 | none | all | 100 / 50 | 89.00 | - | 90.00 | 1 | 0 |"]
+    # the frontier: teacher, plain run and student side by side at their bench speed
+    assert len(lines_with(frontier, "| minilm |", marked, "| 89.00 |", "170.0")) == 1
+    assert len(lines_with(frontier, "| minilm |", "| full |", "| 85.00 |", "170.0")) == 1
+    assert len(lines_with(frontier, "| gemma |", "| 91.00 |", "18.0")) == 1
+    # an unmasked r=0 student (one pass read both ways) is placed at its cut's speed, its
+    # unmasking shown, beside its plainly trained twin
+    assert len(lines_with(frontier, "| gemma |", marked, "unmask full", "| 88.00 |",
+                          "30.0")) == 1
+    assert len(lines_with(frontier, "| gemma |", "unmask full", "| 80.00 |", "30.0")) == 1
