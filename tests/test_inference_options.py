@@ -125,3 +125,19 @@ def test_bench_options_are_typed_and_reach_the_config(capsys, monkeypatch) -> No
     helps = {o: p.help for p in group.commands["bench"].params for o in p.opts}  # type: ignore
     assert helps["--repeats"] == "timed passes; the fastest counts"
     assert helps["--latency-sentences"] == "sentences timed one by one"  # reachable now
+
+
+def test_the_configs_check_themselves_from_python() -> None:
+    """A program that builds the configs directly gets the same one-line errors."""
+    from seqrep.config import InferenceConfig
+    from seqrep.errors import ConfigError
+    from seqrep.serve.settings import ServeSettings
+
+    for bad, says in (({"batch_size": 0}, "--batch-size 0"), ({"runtime": "x"}, "--runtime"),
+                      ({"device": "cuda:a"}, "--device"), ({"decoding": "x"}, "--decoding")):
+        with pytest.raises(ConfigError, match=says):
+            InferenceConfig(**bad)
+    with pytest.raises(ConfigError, match="--max-texts 0"):
+        ServeSettings(max_texts=0)
+    assert InferenceConfig(device="cuda:1").device == "cuda:1"
+    assert ServeSettings().max_batch_tokens == 512
