@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from seqrep.config import LabelerConfig
-from seqrep.data.splits import TrainData
+from seqrep.data.splits import TrainData, pick
 from seqrep.data.types import Sentence
 from seqrep.evaluate import score
 from seqrep.model.labeler import SequenceLabeler
@@ -76,13 +76,16 @@ def fit_heads(x: torch.Tensor, y: torch.Tensor, x_val: torch.Tensor, val: list[S
 
 def choose_exit_layer(config: LabelerConfig, data: TrainData, sentences: int = 1000,
                       epochs: int = 20, lr: float = 1e-3, seed: int = 0,
-                      batch_size: int = 64) -> tuple[int, dict[str, Any]]:
+                      batch_size: int = 64, unit: str = "sentence"
+                      ) -> tuple[int, dict[str, Any]]:
     """The exit layer whose frozen probe scores best on validation, and the sweep.
 
     One forward pass (at the configured r and unmasking) over a fixed random subset of at
     most ``sentences`` training sentences and the validation split gives every layer's
     states; a linear head per layer is fitted on them (greedy decoding, as the probes of the
-    lab). Ties go to the shallower layer (cheaper).
+    lab). Ties go to the shallower layer (cheaper). The subset takes whole documents
+    (:func:`~seqrep.data.splits.pick`) with ``unit="document"`` or document context, so
+    the probe reads the neighbours training will read.
 
     Returns:
         ``(layer, sweep)`` with ``sweep = {"layers": [...], "f1": [...], "sentences": n,
@@ -92,8 +95,8 @@ def choose_exit_layer(config: LabelerConfig, data: TrainData, sentences: int = 1
     """
     train = data.train
     if len(train) > sentences:
-        keep = sorted(random.Random(seed).sample(range(len(train)), sentences))
-        train = [train[i] for i in keep]
+        whole = "document" if config.context == "document" else unit
+        train = [train[i] for i in pick(train, sentences, whole, random.Random(seed))]
     probe = SequenceLabeler.from_model(**config.replace(exit_layer=None,
                                                         finetune="frozen").to_dict()).eval()
     layers = list(range(1, probe.backbone_info.num_layers + 1))

@@ -219,6 +219,7 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
             layer, sweep = choose_exit_layer(labeler_config, data,
                                              train_config.exit_search_sentences,
                                              seed=train_config.subset_seed,
+                                             unit=train_config.subset_unit,
                                              batch_size=train_config.eval_batch_size)
         sweep["chosen"] = layer
         labeler_config = labeler_config.replace(exit_layer=layer)
