@@ -48,7 +48,8 @@ class BenchConfig:
                                 "(batches are sorted by length and close at it; 0: no limit)")
     repeats: int = _f(3, "timed passes; the fastest counts")
     latency_sentences: int = _f(32, "sentences timed one by one")
-    encoder: str | None = _f("minilm-l6", "encoder baseline ('' for none)")
+    encoder: str | None = _f("minilm-l6", "encoder baseline, or a comma list of them ('' "
+                                          "for none)")
     baseline: bool = _f(True, "also time the full forward with all hidden states, then "
                               "layer L")
     threads: int | None = _f(InferenceConfig.threads, "torch threads (default: all cores)")
@@ -235,8 +236,8 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     if cfg.baseline:
         jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32") for r in cfg.repetitions
                  for layer in cfg.exit_layers if layer is not None]
-    if cfg.encoder:
-        jobs.append((cfg.encoder, 0, None, "encoder", "fp32"))
+    jobs += [(name.strip(), 0, None, "encoder", "fp32")
+             for name in (cfg.encoder or "").split(",") if name.strip()]
     ceilings = {}
     for precision in dict.fromkeys(("fp32", *map(_ceiling_precision, cfg.precisions))):
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
