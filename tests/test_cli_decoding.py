@@ -26,3 +26,20 @@ def test_unknown_decoding_is_one_line_exit_2(command: list[str], tmp_path: Path,
     err = capsys.readouterr().err
     assert exit_.value.code == 2, err
     assert err == "error: --decoding 'foo'; expected greedy or constrained\n"
+
+
+def test_train_unknown_decoding_is_one_line_exit_2(tmp_path: Path, capsys, monkeypatch) -> None:
+    """``seqrep train`` takes auto too; the check is TrainConfig's, before any data or model
+    is read."""
+    import seqrep.train
+
+    def never(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise AssertionError("training started before --decoding was checked")
+
+    monkeypatch.setattr(seqrep.train, "train", never)
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--output", str(tmp_path / "run"), "--decoding", "foo"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2, err
+    assert err == "error: decoding='foo'; expected one of auto, greedy, constrained\n"
+    assert not (tmp_path / "run").exists()

@@ -13,6 +13,7 @@ from typing import Any
 from seqrep.encode.repeat import COPY_READS, SUBTOKEN_READS
 from seqrep.errors import ConfigError
 from seqrep.model.tuning import MODES, modes_help
+from seqrep.tasks import SPANS, TASKS, check_decoding, task_names
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
@@ -177,9 +178,9 @@ class LabelerConfig(_Config):
         _choice("bos", self.bos, ("auto", "yes", "no"))
         _choice("padding_side", self.padding_side, ("right", "left"))
         _choice("finetune", self.finetune, tuple(MODES))
-        _choice("task", self.task, ("auto", "spans", "tokens"))
+        _choice("task", self.task, task_names(auto=True))
         _choice("dtype", self.dtype, ("float32", "bfloat16", "float16"))
-        _choice("decoding", self.decoding, ("greedy", "constrained"))
+        check_decoding(self.decoding)
         _choice("attn_implementation", self.attn_implementation, ATTENTION)
         _choice("context", self.context, ("sentence", "document"))
         if not 1 <= self.context_tokens <= LIMITS["max_subtokens"][1]:
@@ -188,8 +189,7 @@ class LabelerConfig(_Config):
         for name in ("dropout", "lora_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"{name}={getattr(self, name)}; expected 0 <= {name} < 1")
-        if self.task != "tokens" and self.labels and self.labels[0] != "O" and "O" in self.labels:
-            raise ConfigError("labels must list 'O' first")
+        TASKS.get(self.task, SPANS).check_labels(self.labels)  # auto: as spans until resolved
         if len(set(self.labels)) != len(self.labels):
             raise ConfigError("labels contain duplicates")
 
@@ -265,7 +265,7 @@ class TrainConfig(_Config):
                 raise ConfigError(f"{name}={value}; expected a positive number")
         if not 0 <= self.warmup < 1:
             raise ConfigError(f"warmup={self.warmup}; expected a share in [0, 1)")
-        _choice("decoding", self.decoding, ("auto", "greedy", "constrained"))
+        check_decoding(self.decoding, auto=True)
         _choice("subset_unit", self.subset_unit, ("sentence", "document"))
 
     def resolved(self, finetune: str) -> TrainConfig:
@@ -337,10 +337,7 @@ class InferenceConfig(_Config):
             if d not in DEVICES and not (d.startswith("cuda:") and d[5:].isdigit()):
                 raise ConfigError(f"{flag} {value!r}; expected auto, cpu, cuda, cuda:N or mps")
         if name == "decoding" and value is not None:
-            from seqrep.decode import DECODINGS
-
-            if value not in DECODINGS:
-                raise ConfigError(f"{flag} {value!r}; expected {' or '.join(DECODINGS)}")
+            check_decoding(value, flag)
         return value
 
 

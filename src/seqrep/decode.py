@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-DECODINGS = ("greedy", "constrained")
+from seqrep.tasks import DECODINGS
 
 
 def allowed_transitions(labels: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -90,7 +90,7 @@ def decode(logits: torch.Tensor, labels: Sequence[str], method: str = "constrain
     Args:
         logits: ``(n, L)`` head outputs.
         labels: tag names, index-aligned with the logits.
-        method: ``greedy`` or ``constrained``.
+        method: a decoding's name (:data:`seqrep.tasks.DECODINGS`).
 
     Returns:
         ``(tags, probs)``: one tag and the softmax probability of that tag per word.
@@ -98,7 +98,7 @@ def decode(logits: torch.Tensor, labels: Sequence[str], method: str = "constrain
     if method not in DECODINGS:
         raise ValueError(f"decoding={method!r}; expected one of {', '.join(DECODINGS)}")
     log_probs = torch.log_softmax(logits.detach().float().cpu(), dim=-1)  # any device in
-    if method == "greedy":
+    if not DECODINGS[method].constrained:
         ids = log_probs.argmax(-1).tolist()
     else:
         ids = _viterbi(log_probs.double().numpy(), *_penalties(tuple(labels)))

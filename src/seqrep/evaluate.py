@@ -1,7 +1,10 @@
-"""Evaluation. Span labeling: seqeval strict IOB2 micro precision, recall and F1, per label too,
-with predicted and gold span counts. Token tagging (POS): token accuracy, and per-tag
-precision, recall and F1 over words. Scores are fractions (0..1) everywhere in the API and in
-JSON; the command line's tables print them as percentages."""
+"""Evaluation, in one place for training, ``seqrep evaluate`` and the lab: label checks, logits
+computed in shards over processes, decoding them, choosing the decoding on validation, and
+scoring by the task's metric (:mod:`seqrep.tasks`). Span labeling: seqeval strict IOB2 micro
+precision, recall and F1, per label too, with predicted and gold span counts. Token tagging
+(POS): token accuracy, and per-tag precision, recall and F1 over words. Scores are fractions
+(0..1) everywhere in the API and in JSON; the command line's tables print them as
+percentages."""
 
 from __future__ import annotations
 
@@ -10,13 +13,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
-from seqeval.scheme import IOB2
-
-from seqrep.data.splits import task_tags
-from seqrep.data.tags import detect_scheme, split_tag, strict_spans
+from seqrep.data.tags import detect_scheme, split_tag
 from seqrep.data.types import Sentence
 from seqrep.errors import ConfigError
+from seqrep.tasks import AUTO, DECODINGS, TOKENS, task_of
 
 if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler
@@ -24,49 +24,15 @@ if TYPE_CHECKING:
 
 def score(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
           task: str = "spans") -> dict[str, Any]:
-    """Scores of predicted against gold tag sequences.
-
-    Args:
-        gold, pred: one tag sequence per sentence.
-        task: ``spans`` (seqeval strict IOB2) or ``tokens`` (see :func:`token_scores`).
+    """Scores of predicted against gold tag sequences, by the task's metric
+    (:meth:`seqrep.tasks.Task.score`): seqeval strict IOB2 for ``spans``, with
+    ``predicted_spans`` / ``gold_spans``; accuracy over words for ``tokens``, with ``words``.
 
     Returns:
-        ``precision``, ``recall``, ``f1`` (micro, 0..1), ``per_label``
-        (``{label: {precision, recall, f1, support}}``) and ``predicted_spans`` /
-        ``gold_spans`` (spans as strict IOB2 reads them).
+        ``precision``, ``recall``, ``f1`` (micro, 0..1) and ``per_label``
+        (``{label: {precision, recall, f1, support}}``), plus the task's own keys.
     """
-    if task == "tokens":
-        return token_scores(gold, pred)
-    gold, pred = [list(g) for g in gold], [list(p) for p in pred]
-    kw = {"mode": "strict", "scheme": IOB2, "zero_division": 0}
-    report = classification_report(gold, pred, output_dict=True, **kw) if any(
-        t != "O" for s in gold + pred for t in s) else {}
-    per_label = {k: {"precision": v["precision"], "recall": v["recall"], "f1": v["f1-score"],
-                     "support": int(v["support"])}
-                 for k, v in report.items() if not k.endswith(" avg")}
-    return {"precision": float(precision_score(gold, pred, **kw)),
-            "recall": float(recall_score(gold, pred, **kw)),
-            "f1": float(f1_score(gold, pred, **kw)), "per_label": per_label,
-            "predicted_spans": sum(len(strict_spans(p)) for p in pred),
-            "gold_spans": sum(len(strict_spans(g)) for g in gold)}
-
-
-def token_scores(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]
-                 ) -> dict[str, Any]:
-    """Token tagging: ``accuracy`` over words (= micro precision, recall and F1, since every
-    word has one tag) and per-tag precision, recall and F1 over words."""
-    pairs = [(g, p) for gs, ps in zip(gold, pred) for g, p in zip(gs, ps)]
-    right = sum(g == p for g, p in pairs)
-    acc = right / len(pairs) if pairs else 0.0
-    per_label = {}
-    for tag in sorted({g for g, _ in pairs} | {p for _, p in pairs}):
-        tp = sum(g == p == tag for g, p in pairs)
-        n_pred, n_gold = sum(p == tag for _, p in pairs), sum(g == tag for g, _ in pairs)
-        prec, rec = (tp / n_pred if n_pred else 0.0), (tp / n_gold if n_gold else 0.0)
-        per_label[tag] = {"precision": prec, "recall": rec, "support": n_gold,
-                          "f1": 2 * prec * rec / (prec + rec) if prec + rec else 0.0}
-    return {"accuracy": acc, "precision": acc, "recall": acc, "f1": acc,
-            "per_label": per_label, "words": len(pairs)}
+    return task_of(task).score(gold, pred)
 
 
 def score_file(path: str | Path) -> dict[str, Any]:
@@ -78,7 +44,7 @@ def score_file(path: str | Path) -> dict[str, Any]:
     Predictions detected as IOB2 are scored as written, by seqeval's strict rule: an ``I-``
     that continues no span is in none. Plain labels (``PER``, ``O``) are read as runs (one
     span per run of a label, as IO), except that plain labels in both columns with no gold
-    ``O`` are token tagging (accuracy, see :func:`token_scores`).
+    ``O`` are token tagging (accuracy, see :meth:`seqrep.tasks.TokenTask.score`).
 
     Returns:
         :func:`score`'s result plus ``sentences``; ``per_label`` support counts gold spans
@@ -101,7 +67,7 @@ def score_file(path: str | Path) -> dict[str, Any]:
     if schemes == ("TOKEN", "TOKEN") and not any(t in ("O", "o") for g in gold for t in g):
         for name, column in (("gold", gold), ("predicted", pred)):
             _read_column(column, name, path, sents, as_written=True)  # checks them
-        return {**score(gold, pred, "tokens"), "sentences": len(sents)}
+        return {**TOKENS.score(gold, pred), "sentences": len(sents)}
     result = score(_read_column(gold, "gold", path, sents, as_written=False),
                    _read_column(pred, "predicted", path, sents, as_written=True))
     return {**result, "sentences": len(sents)}
@@ -155,7 +121,7 @@ def check_labels(sentences: Sequence[Sentence], labels: Sequence[str], source: s
     known = set(labels)
     unknown = sorted({t for s in sentences for t in s.tags if t not in known})
     if unknown:
-        model_types = sorted({t[2:] if task == "spans" else t for t in labels if t != "O"})
+        model_types = sorted(task_of(task).types(labels))
         raise ConfigError(f"{source or 'the dataset'} has labels the model does not know: "
                           f"{', '.join(unknown)} (model labels: {', '.join(model_types)}); "
                           f"map them with --label-map OLD=NEW")
@@ -173,9 +139,8 @@ def _renamed(sentences: Sequence[Sentence], mapping: dict[str, str] | None,
             return tag if tag == "O" else tag[:2] + mapping.get(tag[2:], tag[2:])
         sentences = [dataclasses.replace(s, tags=tuple(rename(t) for t in s.tags))
                      for s in sentences]
-    if task == "tokens":
-        sentences = [dataclasses.replace(s, tags=task_tags(s.tags, task)) for s in sentences]
-    return list(sentences)
+    kind = task_of(task)
+    return [dataclasses.replace(s, tags=kind.gold(s.tags)) for s in sentences]
 
 
 def check_scored_labels(sentences: Sequence[Sentence], labels: Sequence[str], source: str = "",
@@ -186,8 +151,8 @@ def check_scored_labels(sentences: Sequence[Sentence], labels: Sequence[str], so
     notice), unless the model knows none of the gold's labels; then the names differ
     (``PERSON`` against ``PER``) and :func:`check_labels`' error says to map them."""
     renamed = _renamed(sentences, mapping, task)
-    gold = {t[2:] if task == "spans" else t for s in renamed for t in s.tags if t != "O"}
-    model = {t[2:] if task == "spans" else t for t in labels if t != "O"}
+    gold = task_of(task).types(t for s in renamed for t in s.tags)
+    model = task_of(task).types(labels)
     if gold and not gold & model:
         return check_labels(renamed, labels, source, task=task)  # raises, naming both sets
     return check_test_labels(renamed, labels, source or "the dataset", task=task)
@@ -201,13 +166,13 @@ def check_test_labels(sentences: Sequence[Sentence], labels: Sequence[str],
     counts. The model's labels come from training and validation data only."""
     import sys
 
-    tags = {t for s in sentences for t in task_tags(s.tags, task)}
+    kind = task_of(task)
+    tags = {t for s in sentences for t in kind.gold(s.tags)}
     out = check_labels(sentences, sorted(set(labels) | tags), source, task=task)
-    unknown = sorted({t[2:] if task == "spans" else t for t in tags - set(labels)} - {"O"})
+    unknown = sorted(kind.types(tags - set(labels)))
     if unknown:
-        unit = "span" if task == "spans" else "word"
-        counts = {x: sum(t == (f"B-{x}" if task == "spans" else x) for s in out for t in s.tags)
-                  for x in unknown}
+        unit = kind.unit
+        counts = {x: sum(t == kind.unit_tag(x) for s in out for t in s.tags) for x in unknown}
         print(f"notice: {source} has labels the model cannot produce (in no training or "
               "validation sentence), counted as missed: "
               + ", ".join(f"{x} ({n} {unit}{'s' if n != 1 else ''})" for x, n in counts.items()),
@@ -283,3 +248,84 @@ def _chunks(n: int, size: int, docs: Sequence[Any] | None) -> list[tuple[int, in
     if start < n:
         out.append((start, n))
     return out
+
+
+# ---------------------------------------------------------------------------- from logits
+def sharded_logits(labeler: SequenceLabeler, words: list, batch_size: int,
+                   accelerator: object | None = None, docs: list | None = None) -> list[Any]:
+    """``labeler.word_logits(words, docs=docs)``, each process computing every N-th
+    document (with document context; else every N-th sentence), gathered back in input
+    order on every process (no sentence lost or counted twice)."""
+    world = getattr(accelerator, "num_processes", 1)
+    if labeler.config.context != "document":
+        docs = None
+    if world == 1:
+        return labeler.word_logits(words, batch_size, docs=docs)
+    from accelerate.utils import gather_object
+
+    rank = accelerator.process_index  # type: ignore[attr-defined]
+    mine_idx = shard_indices(len(words), docs, rank, world)
+    mine = labeler.word_logits([words[i] for i in mine_idx], batch_size,
+                               docs=None if docs is None else [docs[i] for i in mine_idx])
+    out: list[Any] = [None] * len(words)
+    for idx, logits in gather_object([(mine_idx, mine)]):
+        for i, x in zip(idx, logits):
+            out[i] = x
+    return out
+
+
+def shard_indices(n: int, docs: list | None, rank: int, world: int) -> list[int]:
+    """The sentence indices process ``rank`` of ``world`` computes: every ``world``-th
+    sentence, or every ``world``-th document when ``docs`` is given (a document's sentences
+    share rows, so they stay in one process)."""
+    if docs is None:
+        return list(range(rank, n, world))
+    from seqrep.encode.document import documents
+
+    return [i for group in documents(docs)[rank::world] for i in group]
+
+
+def score_logits(logits: Sequence[Any], gold: Sequence[Sentence], labels: Sequence[str],
+                 decoding: str, task: str = "spans") -> dict[str, Any]:
+    """Score per-sentence logits (``(words, classes)`` each) decoded by ``decoding``."""
+    from seqrep.decode import decode
+
+    return score([s.tags for s in gold], [decode(x, labels, decoding)[0] for x in logits],
+                 task)
+
+
+def scores_by_decoding(logits: Sequence[Any], gold: Sequence[Sentence], labels: Sequence[str],
+                       task: str = "spans") -> dict[str, dict[str, Any]]:
+    """Scores of every decoding from one set of logits, by name; a decoding the task does not
+    use holds the score of the one it uses instead (token tagging: greedy's, twice)."""
+    kind = task_of(task)
+    out: dict[str, dict[str, Any]] = {}
+    for name in DECODINGS:
+        used = kind.decoding(name)
+        out[name] = out[used] if used in out else score_logits(logits, gold, labels, used, task)
+    return out
+
+
+def choose_decoding(scores: dict[str, dict[str, Any]], requested: str,
+                    task: str = "spans") -> str:
+    """The decoding a model keeps after validation: ``requested``, or with ``auto`` the one
+    of the task's decodings with the highest F1 in ``scores`` (:func:`scores_by_decoding`),
+    a tie going to the task's first (constrained for spans: unless greedy is strictly
+    better); token tagging always greedy."""
+    kind = task_of(task)
+    if requested == AUTO:
+        requested = max(kind.decodings, key=lambda d: scores[d.name]["f1"]).name
+    return kind.decoding(requested)
+
+
+def layer_scores(logits: Any, gold: Sequence[Sentence], labels: Sequence[str],
+                 task: str = "spans") -> list[dict[str, Any]]:
+    """Scores of probe heads, one per layer: ``logits`` is ``(words, layers, classes)`` over
+    the words of ``gold`` in order. A probe is scored greedily (argmax per word, what greedy
+    decoding picks) and in one batched argmax for all layers: probes select their epochs
+    and the exit layer by it."""
+    pred = logits.argmax(-1)  # (words, layers)
+    sizes = [len(s) for s in gold]
+    tags = [s.tags for s in gold]
+    return [score(tags, [[labels[i] for i in p.tolist()] for p in pred[:, k].split(sizes)],
+                  task) for k in range(pred.shape[1])]

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
-from seqrep.data.tags import strict_spans, tags_to_spans
 from seqrep.data.tokenize import split_sentences, split_words
 from seqrep.decode import decode
 from seqrep.encode.document import text_documents
 from seqrep.labeler_protocol import Labeler
+from seqrep.tasks import task_of
 
 
 def predict_tags(labeler: Labeler, sentences: Sequence[Sequence[str]],
@@ -36,9 +36,7 @@ def predict_tags(labeler: Labeler, sentences: Sequence[Sequence[str]],
 def decode_logits(labeler: Labeler, sentences: Sequence[Any], logits: Sequence[Any],
                   decoding: str | None = None) -> list[tuple[list[str], list[float]]]:
     """Tags and probabilities from per-sentence logits, decoded as the labeler decodes."""
-    method = decoding or labeler.config.decoding
-    if labeler.config.task == "tokens":
-        method = "greedy"  # one tag per word: there are no transitions to constrain
+    method = task_of(labeler.config.task).decoding(decoding or labeler.config.decoding)
     return [decode(x, labeler.config.labels, method) if len(s) else ([], [])
             for s, x in zip(sentences, logits)]
 
@@ -47,7 +45,7 @@ def word_spans(tags: Sequence[str], task: str = "spans") -> list[tuple[int, int,
     """The spans of predicted tags, by the rule evaluation scores them: strict IOB2 for span
     labeling (an ``I-`` that continues no span belongs to none), one span per word for token
     tagging."""
-    return tags_to_spans(tags, "TOKEN")[0] if task == "tokens" else strict_spans(tags)
+    return task_of(task).spans(tags)
 
 
 def _spans(tags: list[str], probs: list[float], offsets: Sequence[tuple[int, int]],

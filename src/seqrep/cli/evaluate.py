@@ -102,8 +102,7 @@ def evaluate_command(values: dict[str, Any]) -> None:
     if state.is_main_process:  # what produces the score, where a user sees it (also --json)
         typer.echo(ran_on_line(labeler), err=True)
     if state.num_processes > 1:  # under torchrun / accelerate launch: shard the sentences
-        from seqrep.evaluate import evaluate_logits
-        from seqrep.train.loop import sharded_logits
+        from seqrep.evaluate import evaluate_logits, sharded_logits
 
         start = time.perf_counter()
         logits = sharded_logits(labeler, [s.words for s in gold], values["batch_size"], state,

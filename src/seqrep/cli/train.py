@@ -16,6 +16,7 @@ import typer
 
 from seqrep.cli.options import command, config_params, config_values
 from seqrep.config import LabelerConfig, ReaderConfig, TrainConfig
+from seqrep.tasks import SPANS, TASKS
 
 # LabelerConfig.decoding is what the saved model uses; training sets it from TrainConfig's
 SKIP_LABELER = ("decoding",)
@@ -107,7 +108,7 @@ def summary_line(metrics: dict[str, Any], output: Path) -> str:
     if metrics.get("status") != "finished":
         return (f"{output}: interrupted at step {metrics.get('step')}; continue with --resume "
                 f"--output {output}")
-    score = "accuracy" if metrics.get("task") == "tokens" else "F1"
+    score = TASKS.get(metrics.get("task"), SPANS).metric
     parts = []
     if metrics.get("validation"):
         parts.append(f"best validation {score} {metrics['validation']['f1'] * 100:.2f}%")

@@ -2,9 +2,8 @@
 
 :func:`load_data` reads the splits a :class:`~seqrep.config.TrainConfig` names (a dataset
 name, a file, or a file per split), takes the fixed random subsets it asks for, and drops empty
-sentences. :func:`resolve_task` tells span labeling (IOB2) from token tagging (POS: one plain
-tag per word), :func:`tag_inventory` is the model's classes as found in the data and
-:func:`task_tags` writes gold tags the way the task scores them.
+sentences. What a task makes of them (its classes, its gold tags) is asked of the task object
+(:mod:`seqrep.tasks`).
 """
 
 from __future__ import annotations
@@ -146,29 +145,3 @@ def say_notes(corpus: Corpus) -> None:
     line = corpus.notes_line()
     if line and os.environ.get("RANK", "0") == "0":
         print(line, file=sys.stderr)
-
-
-def resolve_task(task: str, sentences: list[Sentence]) -> str:
-    """``spans`` or ``tokens``; ``auto`` is ``tokens`` when every word has its own plain tag
-    (readers store a plain tag X as ``B-X``: no word is ``O`` or ``I-``), as in POS tagging."""
-    if task != "auto":
-        return task
-    plain = all(t.startswith("B-") for s in sentences for t in s.tags)
-    return "tokens" if plain and any(len(s) for s in sentences) else "spans"
-
-
-def task_tags(tags: tuple[str, ...] | list[str], task: str) -> tuple[str, ...]:
-    """Gold tags as a task scores them: IOB2 for spans, plain tags (``B-NOUN`` -> ``NOUN``)
-    for tokens."""
-    if task == "tokens":
-        return tuple(t[2:] if t[:2] in ("B-", "I-") else t for t in tags)
-    return tuple(tags)
-
-
-def tag_inventory(sentences: list[Sentence], task: str = "spans") -> list[str]:
-    """The model's classes, sorted: ``O`` then ``B-X``, ``I-X`` for every span label X
-    (spans), or every plain tag seen (tokens)."""
-    if task == "tokens":
-        return sorted({t for s in sentences for t in task_tags(s.tags, task)})
-    types = sorted({t[2:] for s in sentences for t in s.tags if t != "O"})
-    return ["O"] + [f"{p}-{x}" for x in types for p in ("B", "I")]

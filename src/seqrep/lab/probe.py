@@ -14,12 +14,18 @@ from typing import Any
 import torch
 
 from seqrep.config import LabelerConfig, TrainConfig
-from seqrep.data.splits import load_data, tag_inventory
-from seqrep.decode import decode
-from seqrep.evaluate import check_labels, check_test_labels, score
+from seqrep.data.splits import load_data
+from seqrep.evaluate import (
+    check_labels,
+    check_test_labels,
+    choose_decoding,
+    score_logits,
+    scores_by_decoding,
+)
 from seqrep.fileio import write_json
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.train.probes import _logits, _per_sentence, features, fit_heads
+from seqrep.tasks import AUTO, SPANS
+from seqrep.train.probes import features, fit_heads, head_logits, per_sentence
 from seqrep.train.run import seeded
 
 
@@ -40,7 +46,7 @@ def _probe(labeler_config: LabelerConfig, train_config: TrainConfig, layers: lis
            output: str | Path | None, epochs: int, lr: float,
            reader_options: dict[str, Any] | None) -> list[dict[str, Any]]:
     data = load_data(train_config, reader_options)
-    labels = tag_inventory(data.train + data.eval)  # never from test
+    labels = SPANS.inventory(data.train + data.eval)  # never from test
     data.eval = check_labels(data.eval, labels, "the validation split")
     data.test = check_test_labels(data.test, labels)
     cfg = labeler_config.replace(labels=labels, finetune="frozen")
@@ -61,24 +67,21 @@ def _probe(labeler_config: LabelerConfig, train_config: TrainConfig, layers: lis
     fit_seconds = time.perf_counter() - start
     out = []
     with torch.no_grad():
-        val_logits = _logits(w, b, x_val)
-        test_logits = _logits(w, b, x_test) if x_test is not None else None
+        val_logits = head_logits(w, b, x_val)
+        test_logits = head_logits(w, b, x_test) if x_test is not None else None
     for k, layer in enumerate(layers):
         record: dict[str, Any] = {"status": "finished", "layer": layer,
                                   "forward_seconds": round(forward_seconds, 2),
                                   "train_seconds": round(fit_seconds, 2),
                                   "train_sentences": len(data.train),
                                   "unmasked_layers": labeler.layers_unmasked}
-        scores = {m: score([s.tags for s in data.eval],
-                           [decode(x, labels, m)[0]
-                            for x in _per_sentence(val_logits[:, k], data.eval)])
-                  for m in ("greedy", "constrained")}
-        method = "greedy" if scores["greedy"]["f1"] > scores["constrained"]["f1"] else "constrained"
+        scores = scores_by_decoding(per_sentence(val_logits[:, k], data.eval), data.eval,
+                                    labels)
+        method = choose_decoding(scores, AUTO)
         record["decoding"], record["validation"] = method, scores[method]
         if test_logits is not None:
-            record["test"] = score([s.tags for s in data.test],
-                                   [decode(x, labels, method)[0]
-                                    for x in _per_sentence(test_logits[:, k], data.test)])
+            record["test"] = score_logits(per_sentence(test_logits[:, k], data.test),
+                                          data.test, labels, method)
             record["test"]["sentences"] = len(data.test)
         out.append(record)
     if output is not None:

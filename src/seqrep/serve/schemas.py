@@ -6,6 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
 
+from seqrep.tasks import DECODINGS
+
+DecodingName = Literal[tuple(DECODINGS)]  # type: ignore[valid-type]  # the names in the table
+
 
 class LabelRequest(BaseModel):
     """Give exactly one of ``text``, ``texts`` or ``words``."""
@@ -23,7 +27,7 @@ class LabelRequest(BaseModel):
         None, description="pre-tokenized sentences, one list of words each; a word holds no "
         "whitespace. Each is labeled as one sentence whose text is its words joined by single "
         "spaces; offsets point into that text")
-    decoding: Literal["greedy", "constrained"] | None = Field(
+    decoding: DecodingName | None = Field(
         None, description="greedy (argmax per word) or constrained (Viterbi over valid IOB2 "
         "transitions); default: the model's own")
 

@@ -29,11 +29,16 @@ from torch import nn
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.data.splits import TrainData
 from seqrep.data.types import Sentence
-from seqrep.decode import decode
-from seqrep.evaluate import score
+from seqrep.evaluate import (
+    choose_decoding,
+    scores_by_decoding,
+    shard_indices,  # noqa: F401 - re-exported from its old home
+    sharded_logits,
+)
 from seqrep.fileio import append_jsonl
 from seqrep.model.device import Placement
 from seqrep.model.labeler import SequenceLabeler
+from seqrep.tasks import task_of
 from seqrep.train.checkpoint import load_checkpoint, rng_states, save_checkpoint
 from seqrep.train.state import TrainState, build_optimizer, lr_factor, set_lr
 
@@ -201,23 +206,20 @@ class Trainer:
         one the evaluation reports, selects on and saves, so the logged F1 is always that of
         the decoding the saved model uses.
         """
-        s, task = self.state, self.lcfg.task
+        s, task = self.state, task_of(self.lcfg.task)
         t0 = time.perf_counter()
         logits = self.eval_logits(self.data.eval)
-        result = scores_by_decoding(logits, self.data.eval, self.lcfg.labels, task)
-        chosen = self._decoding(result)
+        result = scores_by_decoding(logits, self.data.eval, self.lcfg.labels, task.name)
+        chosen = choose_decoding(result, self.cfg.decoding, task.name)
         best = result[chosen]
         f1 = best["f1"]
         record = {"epoch": s.epoch + s.batch / max(1, self._epoch_size(s.epoch)),
                   "step": s.step, "train_loss": s.loss_sum / max(1, s.loss_n),
                   "f1": f1, "precision": best["precision"], "recall": best["recall"],
-                  "decoding": chosen, "f1_greedy": result["greedy"]["f1"],
-                  "f1_constrained": result["constrained"]["f1"],
+                  "decoding": chosen, **{f"f1_{name}": r["f1"] for name, r in result.items()},
                   "eval_seconds": round(time.perf_counter() - t0, 2),
                   "train_seconds": round(s.train_seconds, 2)}
-        if task == "spans":
-            record["predicted_spans"] = best["predicted_spans"]
-            record["gold_spans"] = best["gold_spans"]
+        record.update(task.counts(best))
         if self.main:
             append_jsonl(self.output / "log.jsonl", record)
         s.evals += 1
@@ -230,7 +232,7 @@ class Trainer:
             self.accelerator.wait_for_everyone()
         else:
             s.bad_evals += 1
-        if task == "spans" and best["predicted_spans"] == 0 and self.main:
+        if record.get("predicted_spans") == 0 and self.main:
             print(f"warning: step {s.step}: the model predicts no span on the validation "
                   f"split ({best['gold_spans']} gold spans), so its F1 is 0; train longer "
                   f"or with a higher learning rate", file=sys.stderr, flush=True)
@@ -238,15 +240,6 @@ class Trainer:
             print(f"eval step {s.step}: val F1 {f1 * 100:.2f}% ({chosen}; greedy "
                   f"{record['f1_greedy'] * 100:.2f}%), best {s.best_f1 * 100:.2f}%", flush=True)
         return record
-
-    def _decoding(self, result: dict[str, dict[str, Any]]) -> str:
-        if self.lcfg.task == "tokens":
-            return "greedy"
-        if self.cfg.decoding != "auto":
-            return self.cfg.decoding
-        # constrained by default, unless greedy is strictly better on validation
-        better = result["greedy"]["f1"] > result["constrained"]["f1"]
-        return "greedy" if better else "constrained"
 
     # ------------------------------------------------------------------ state
     def save(self) -> None:
@@ -283,52 +276,3 @@ class Trainer:
 
 def _fields(placement: Placement) -> tuple:
     return placement.device, placement.precision
-
-
-def sharded_logits(labeler: SequenceLabeler, words: list, batch_size: int,
-                   accelerator: object | None = None, docs: list | None = None
-                   ) -> list[torch.Tensor]:
-    """``labeler.word_logits(words, docs=docs)``, each process computing every N-th
-    document (with document context; else every N-th sentence), gathered back in input
-    order on every process (no sentence lost or counted twice)."""
-    world = getattr(accelerator, "num_processes", 1)
-    if labeler.config.context != "document":
-        docs = None
-    if world == 1:
-        return labeler.word_logits(words, batch_size, docs=docs)
-    from accelerate.utils import gather_object
-
-    rank = accelerator.process_index  # type: ignore[attr-defined]
-    mine_idx = shard_indices(len(words), docs, rank, world)
-    mine = labeler.word_logits([words[i] for i in mine_idx], batch_size,
-                               docs=None if docs is None else [docs[i] for i in mine_idx])
-    out: list[Any] = [None] * len(words)
-    for idx, logits in gather_object([(mine_idx, mine)]):
-        for i, x in zip(idx, logits):
-            out[i] = x
-    return out
-
-
-def shard_indices(n: int, docs: list | None, rank: int, world: int) -> list[int]:
-    """The sentence indices process ``rank`` of ``world`` computes: every ``world``-th
-    sentence, or every ``world``-th document when ``docs`` is given (a document's sentences
-    share rows, so they stay in one process)."""
-    if docs is None:
-        return list(range(rank, n, world))
-    from seqrep.encode.document import documents
-
-    return [i for group in documents(docs)[rank::world] for i in group]
-
-
-def scores_by_decoding(logits: list[torch.Tensor], gold: list[Sentence], labels: list[str],
-                       task: str = "spans") -> dict[str, dict[str, Any]]:
-    """Scores of both decodings from one set of logits (token tagging has only greedy: both
-    keys hold its score)."""
-    out = {}
-    for method in ("greedy", "constrained"):
-        if task == "tokens" and method == "constrained":
-            out[method] = out["greedy"]
-            continue
-        pred = [decode(x, labels, method)[0] for x in logits]
-        out[method] = score([s.tags for s in gold], pred, task)
-    return out

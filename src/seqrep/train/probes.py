@@ -17,7 +17,7 @@ import torch
 from seqrep.config import LabelerConfig
 from seqrep.data.splits import TrainData, pick
 from seqrep.data.types import Sentence
-from seqrep.evaluate import score
+from seqrep.evaluate import layer_scores
 from seqrep.model.labeler import SequenceLabeler
 
 
@@ -29,12 +29,14 @@ def features(labeler: SequenceLabeler, sentences: list[Sentence], layers: list[i
     return torch.cat(states).half()
 
 
-def _logits(w: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    # x (N, layers, H), w (layers, H, C) -> (N, layers, C)
+def head_logits(w: torch.Tensor, b: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``(N, layers, C)`` logits of every layer's head on ``(N, layers, H)`` states, from
+    ``(layers, H, C)`` weights and ``(layers, C)`` biases."""
     return torch.einsum("nlh,lhc->nlc", x.float(), w) + b
 
 
-def _per_sentence(logits: torch.Tensor, sentences: list[Sentence]) -> list[torch.Tensor]:
+def per_sentence(logits: torch.Tensor, sentences: list[Sentence]) -> list[torch.Tensor]:
+    """Logits over the words of ``sentences`` in order, cut into one tensor per sentence."""
     return list(torch.split(logits, [len(s) for s in sentences]))
 
 
@@ -55,7 +57,7 @@ def fit_heads(x: torch.Tensor, y: torch.Tensor, x_val: torch.Tensor, val: list[S
     best_w, best_b = w.detach().clone(), b.detach().clone()
     for epoch in range(epochs):
         for idx in torch.randperm(len(y), generator=gen).split(512):
-            logits = _logits(w, b, x[idx])  # (n, layers, C)
+            logits = head_logits(w, b, x[idx])  # (n, layers, C)
             loss = torch.nn.functional.cross_entropy(
                 logits.reshape(-1, len(labels)), y[idx].repeat_interleave(n_layers))
             opt.zero_grad()
@@ -63,11 +65,9 @@ def fit_heads(x: torch.Tensor, y: torch.Tensor, x_val: torch.Tensor, val: list[S
             opt.step()
         if epoch % 5 == 4 or epoch == epochs - 1:
             with torch.no_grad():
-                pred = _logits(w, b, x_val).argmax(-1)  # (N, layers)
+                scores = layer_scores(head_logits(w, b, x_val), val, labels, task)
             for layer in range(n_layers):
-                tags = [[labels[i] for i in p.tolist()]
-                        for p in _per_sentence(pred[:, layer], val)]
-                f1 = score([s.tags for s in val], tags, task)["f1"]
+                f1 = scores[layer]["f1"]
                 if f1 > best_f1[layer]:
                     best_f1[layer] = f1
                     best_w[layer], best_b[layer] = w.detach()[layer], b.detach()[layer]
@@ -107,11 +107,8 @@ def choose_exit_layer(config: LabelerConfig, data: TrainData, sentences: int = 1
     w, b = fit_heads(x, y, x_val, data.eval, list(config.labels), epochs, lr, seed,
                      config.task)
     with torch.no_grad():
-        pred = _logits(w, b, x_val).argmax(-1)
-    f1 = [score([s.tags for s in data.eval],
-                [[config.labels[i] for i in p.tolist()] for p in _per_sentence(pred[:, k],
-                                                                             data.eval)],
-                config.task)["f1"] for k in range(len(layers))]
+        f1 = [r["f1"] for r in layer_scores(head_logits(w, b, x_val), data.eval,
+                                            list(config.labels), config.task)]
     best = max(range(len(layers)), key=lambda k: (f1[k], -k))
     return layers[best], {"layers": layers, "f1": f1, "sentences": len(train),
                           "repetitions": config.repetitions, "unmask": config.unmask,

@@ -25,13 +25,14 @@ from typing import Any
 import torch
 
 from seqrep.config import LabelerConfig, TrainConfig
-from seqrep.data.splits import load_data, resolve_task, tag_inventory
+from seqrep.data.splits import load_data
 from seqrep.errors import SeqrepError
 from seqrep.evaluate import check_labels, check_test_labels
 from seqrep.fileio import write_json
 from seqrep.model.device import Placement, ran_on_line
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.model.tuning import MODES
+from seqrep.tasks import resolve_task
 from seqrep.train.loop import Trainer
 
 # a run.json is a few kB; anything far larger is not one (and is not read whole)
@@ -194,10 +195,11 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
     Placement.resolve(train_config.device, train_config.precision, training=True)
     MODES[labeler_config.finetune].check()
     data = load_data(train_config, reader_options)
-    task = resolve_task(labeler_config.task, data.train)
+    kind = resolve_task(labeler_config.task, data.train)
+    task = kind.name
     if not labeler_config.labels:
         labeler_config = labeler_config.replace(
-            labels=tag_inventory(data.train + data.eval, task))  # never from test
+            labels=kind.inventory(data.train + data.eval))  # never from test
     labeler_config = labeler_config.replace(task=task)
     data.train = check_labels(data.train, labeler_config.labels, "the training split",
                               task=task)
@@ -264,8 +266,7 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
 
 def finish(trainer: Trainer) -> dict[str, Any]:
     """Evaluate the best model on the test split and write ``metrics.json`` (main process)."""
-    from seqrep.evaluate import evaluate_logits
-    from seqrep.train.loop import sharded_logits
+    from seqrep.evaluate import evaluate_logits, sharded_logits
 
     output, s = trainer.output, trainer.state
     if s.best is None:

@@ -1,0 +1,241 @@
+"""Tasks and decodings as tables of small objects: what the rest of seqrep asks of them.
+
+A task is what a labeler's tags mean and how they are scored:
+
+- ``spans``: IOB2 tags (``O``, ``B-X``, ``I-X``), scored by seqeval's strict IOB2 micro F1
+  over spans (NER, slots, chunks);
+- ``tokens``: one plain tag per word (POS), scored by accuracy over words.
+
+A decoding turns per-word logits into tags: ``greedy`` (argmax per word) or ``constrained``
+(Viterbi over valid IOB2 transitions, :mod:`seqrep.decode`). Training may ask for ``auto``: the
+one that scores higher on validation (:func:`seqrep.evaluate.choose_decoding`).
+
+Callers look an object up by the name a config stores (:func:`task_of`, :data:`DECODINGS`) and
+ask it; adding a task or a decoding touches this module (and, for a decoding, the algorithm in
+:mod:`seqrep.decode`). Light on purpose: the configs validate against these tables, so nothing
+here imports torch; seqeval is imported when a span score is computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from seqrep.data.tags import strict_spans, tags_to_spans
+from seqrep.errors import ConfigError
+
+if TYPE_CHECKING:
+    from seqrep.data.types import Sentence
+
+AUTO = "auto"  # a config's "decide from the data": the task from the tags, the decoding on val.
+
+
+# ---------------------------------------------------------------------------- decodings
+@dataclass(frozen=True)
+class Decoding:
+    """One way from per-word logits to tags; ``constrained``: only valid IOB2 transitions."""
+
+    name: str
+    help: str
+    constrained: bool
+
+
+GREEDY = Decoding("greedy", "argmax per word", constrained=False)
+CONSTRAINED = Decoding("constrained", "Viterbi over valid IOB2 transitions", constrained=True)
+DECODINGS: dict[str, Decoding] = {d.name: d for d in (GREEDY, CONSTRAINED)}
+
+
+def decoding_names(auto: bool = False) -> tuple[str, ...]:
+    """The names a ``decoding`` setting takes (``auto`` first where training may choose)."""
+    return (AUTO,) * auto + tuple(DECODINGS)
+
+
+def check_decoding(value: str, option: str = "decoding", auto: bool = False) -> str:
+    """``value`` if it names a decoding (or ``auto`` where allowed), else a ConfigError.
+
+    The message reads as the setting was given: ``decoding='foo'; expected one of ...`` for a
+    config field, ``--decoding 'foo'; expected ... or ...`` for a command-line option.
+    """
+    names = decoding_names(auto)
+    if value not in names:
+        if option.startswith("--"):
+            raise ConfigError(f"{option} {value!r}; expected {' or '.join(names)}")
+        raise ConfigError(f"{option}={value!r}; expected one of {', '.join(names)}")
+    return value
+
+
+# ---------------------------------------------------------------------------- tasks
+class Task:
+    """What callers ask of a task; one instance per task in :data:`TASKS`."""
+
+    name: str
+    unit: str  #: what one gold occurrence of a label is, in messages: span or word
+    metric: str  #: the headline score's name in summaries
+    decodings: tuple[Decoding, ...]  #: the decodings that apply
+
+    def gold(self, tags: Iterable[str]) -> tuple[str, ...]:
+        """Gold tags as readers give them (IOB2) written the way this task scores them."""
+        return tuple(tags)
+
+    def inventory(self, sentences: Iterable[Sentence]) -> list[str]:
+        """The model's classes as found in ``sentences``, sorted."""
+        raise NotImplementedError
+
+    def type_name(self, tag: str) -> str:
+        """A (non-``O``) tag's label type: what messages list and users map."""
+        return tag
+
+    def unit_tag(self, type_name: str) -> str:
+        """The tag that marks one occurrence (a span's start, a word) of a label type."""
+        return type_name
+
+    def types(self, tags: Iterable[str]) -> set[str]:
+        """The label types among ``tags`` (``O`` is none)."""
+        return {self.type_name(t) for t in tags if t != "O"}
+
+    def decoding(self, requested: str) -> str:
+        """The decoding used when ``requested`` is asked for: the task's only one where it
+        has one (token tagging: greedy, there are no transitions to constrain), else
+        ``requested`` itself (which :func:`seqrep.decode.decode` checks)."""
+        return self.decodings[0].name if len(self.decodings) == 1 else requested
+
+    def check_labels(self, labels: Sequence[str]) -> None:
+        """Refuse a class list this task cannot use (ConfigError)."""
+
+    def score(self, gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]
+              ) -> dict[str, Any]:
+        """Scores of predicted against gold tag sequences (fractions 0..1): ``precision``,
+        ``recall``, ``f1`` (micro) and ``per_label`` (``{label: {precision, recall, f1,
+        support}}``), plus this task's own keys."""
+        raise NotImplementedError
+
+    def counts(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The entries of a :meth:`score` result a training log records beside the F1."""
+        return {}
+
+    def spans(self, tags: Sequence[str]) -> list[tuple[int, int, str]]:
+        """The ``(start, end, label)`` word spans of predicted tags (``end`` exclusive), by the
+        rule evaluation scores them."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<task {self.name}>"
+
+
+class SpanTask(Task):
+    """Span labeling: IOB2 tags, seqeval strict IOB2 scores, Viterbi-constrained decoding."""
+
+    name, unit, metric = "spans", "span", "F1"
+    decodings = (CONSTRAINED, GREEDY)
+
+    def inventory(self, sentences: Iterable[Sentence]) -> list[str]:
+        """``O`` then ``B-X``, ``I-X`` for every span label X."""
+        types = sorted({t[2:] for s in sentences for t in s.tags if t != "O"})
+        return ["O"] + [f"{p}-{x}" for x in types for p in ("B", "I")]
+
+    def type_name(self, tag: str) -> str:
+        return tag[2:]
+
+    def unit_tag(self, type_name: str) -> str:
+        return f"B-{type_name}"
+
+    def check_labels(self, labels: Sequence[str]) -> None:
+        if labels and labels[0] != "O" and "O" in labels:
+            raise ConfigError("labels must list 'O' first")
+
+    def score(self, gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]
+              ) -> dict[str, Any]:
+        """seqeval strict IOB2, plus ``predicted_spans`` and ``gold_spans`` (spans as strict
+        IOB2 reads them: an ``I-`` that continues no span is in none)."""
+        from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
+        from seqeval.scheme import IOB2
+
+        gold, pred = [list(g) for g in gold], [list(p) for p in pred]
+        kw = {"mode": "strict", "scheme": IOB2, "zero_division": 0}
+        report = classification_report(gold, pred, output_dict=True, **kw) if any(
+            t != "O" for s in gold + pred for t in s) else {}
+        per_label = {k: {"precision": v["precision"], "recall": v["recall"], "f1": v["f1-score"],
+                         "support": int(v["support"])}
+                     for k, v in report.items() if not k.endswith(" avg")}
+        return {"precision": float(precision_score(gold, pred, **kw)),
+                "recall": float(recall_score(gold, pred, **kw)),
+                "f1": float(f1_score(gold, pred, **kw)), "per_label": per_label,
+                "predicted_spans": sum(len(strict_spans(p)) for p in pred),
+                "gold_spans": sum(len(strict_spans(g)) for g in gold)}
+
+    def counts(self, result: dict[str, Any]) -> dict[str, Any]:
+        return {"predicted_spans": result["predicted_spans"],
+                "gold_spans": result["gold_spans"]}
+
+    def spans(self, tags: Sequence[str]) -> list[tuple[int, int, str]]:
+        """Strict IOB2: an ``I-`` that continues no span belongs to none."""
+        return strict_spans(tags)
+
+
+class TokenTask(Task):
+    """Token tagging: one plain tag per word, accuracy, greedy decoding only."""
+
+    name, unit, metric = "tokens", "word", "accuracy"
+    decodings = (GREEDY,)
+
+    def gold(self, tags: Iterable[str]) -> tuple[str, ...]:
+        """Plain tags: ``B-NOUN`` -> ``NOUN`` (readers store a plain tag X as ``B-X``)."""
+        return tuple(t[2:] if t[:2] in ("B-", "I-") else t for t in tags)
+
+    def inventory(self, sentences: Iterable[Sentence]) -> list[str]:
+        """Every plain tag seen."""
+        return sorted({t for s in sentences for t in self.gold(s.tags)})
+
+    def score(self, gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]
+              ) -> dict[str, Any]:
+        """``accuracy`` over words (= micro precision, recall and F1, since every word has one
+        tag), per-tag precision, recall and F1 over words, and ``words``."""
+        pairs = [(g, p) for gs, ps in zip(gold, pred) for g, p in zip(gs, ps)]
+        right = sum(g == p for g, p in pairs)
+        acc = right / len(pairs) if pairs else 0.0
+        per_label = {}
+        for tag in sorted({g for g, _ in pairs} | {p for _, p in pairs}):
+            tp = sum(g == p == tag for g, p in pairs)
+            n_pred, n_gold = sum(p == tag for _, p in pairs), sum(g == tag for g, _ in pairs)
+            prec, rec = (tp / n_pred if n_pred else 0.0), (tp / n_gold if n_gold else 0.0)
+            per_label[tag] = {"precision": prec, "recall": rec, "support": n_gold,
+                              "f1": 2 * prec * rec / (prec + rec) if prec + rec else 0.0}
+        return {"accuracy": acc, "precision": acc, "recall": acc, "f1": acc,
+                "per_label": per_label, "words": len(pairs)}
+
+    def spans(self, tags: Sequence[str]) -> list[tuple[int, int, str]]:
+        """One span per word that is not ``O``."""
+        return tags_to_spans(tags, "TOKEN")[0]
+
+
+SPANS, TOKENS = SpanTask(), TokenTask()
+TASKS: dict[str, Task] = {t.name: t for t in (SPANS, TOKENS)}
+
+
+def task_names(auto: bool = False) -> tuple[str, ...]:
+    """The names a ``task`` setting takes (``auto`` first where it may be detected)."""
+    return (AUTO,) * auto + tuple(TASKS)
+
+
+def task_of(name: str | Task) -> Task:
+    """The task a config names (a task object is returned as it is). ``auto`` is resolved
+    from the training data (:func:`resolve_task`); a labeler built from given labels without
+    training keeps it and is read as span labeling, as its config checks its labels."""
+    if isinstance(name, Task):
+        return name
+    if name == AUTO:
+        return SPANS
+    if name not in TASKS:
+        raise ConfigError(f"task={name!r}; expected one of {', '.join(TASKS)}")
+    return TASKS[name]
+
+
+def resolve_task(name: str, sentences: Sequence[Sentence]) -> Task:
+    """The task a ``task`` setting means for training data: ``auto`` is ``tokens`` when every
+    word has its own plain tag (readers store a plain tag X as ``B-X``: no word is ``O`` or
+    ``I-``), as in POS tagging, else ``spans``."""
+    if name != AUTO:
+        return task_of(name)
+    plain = all(t.startswith("B-") for s in sentences for t in s.tags)
+    return TOKENS if plain and any(len(s) for s in sentences) else SPANS
