@@ -18,9 +18,9 @@ from torch import nn
 
 from seqrep.config import LabelerConfig
 from seqrep.data import load_corpus
-from seqrep.data.splits import tag_inventory
 from seqrep.fileio import write_json
 from seqrep.model.labeler import SequenceLabeler
+from seqrep.tasks import SPANS
 
 
 def main() -> None:
@@ -39,7 +39,7 @@ def main() -> None:
     args = ap.parse_args()
     sents = load_corpus("conll2003", "train").sentences_with_words()[: args.batch_size
                                                                      * args.steps]
-    labels = tag_inventory(sents)
+    labels = SPANS.inventory(sents)
     settings = [(int(f), p, c) for f in args.frozen.split(",") for p in args.precision.split(",")
                 for c in ((False, True) if args.compile else (False,))]
     labelers = {}

@@ -1,0 +1,93 @@
+"""Evaluation from logits: computed in shards over processes, decoded, scored per decoding, the
+decoding chosen on validation, and probe heads scored per layer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from seqrep.data.types import Sentence
+from seqrep.tasks import AUTO, DECODINGS, task_of
+
+if TYPE_CHECKING:
+    from seqrep.model.labeler import SequenceLabeler
+
+
+def sharded_logits(labeler: SequenceLabeler, words: list, batch_size: int,
+                   accelerator: object | None = None, docs: list | None = None) -> list[Any]:
+    """``labeler.word_logits(words, docs=docs)``, each process computing every N-th
+    document (with document context; else every N-th sentence), gathered back in input
+    order on every process (no sentence lost or counted twice)."""
+    world = getattr(accelerator, "num_processes", 1)
+    if labeler.config.context != "document":
+        docs = None
+    if world == 1:
+        return labeler.word_logits(words, batch_size, docs=docs)
+    from accelerate.utils import gather_object
+
+    rank = accelerator.process_index  # type: ignore[attr-defined]
+    mine_idx = shard_indices(len(words), docs, rank, world)
+    mine = labeler.word_logits([words[i] for i in mine_idx], batch_size,
+                               docs=None if docs is None else [docs[i] for i in mine_idx])
+    out: list[Any] = [None] * len(words)
+    for idx, logits in gather_object([(mine_idx, mine)]):
+        for i, x in zip(idx, logits):
+            out[i] = x
+    return out
+
+
+def shard_indices(n: int, docs: list | None, rank: int, world: int) -> list[int]:
+    """The sentence indices process ``rank`` of ``world`` computes: every ``world``-th
+    sentence, or every ``world``-th document when ``docs`` is given (a document's sentences
+    share rows, so they stay in one process)."""
+    if docs is None:
+        return list(range(rank, n, world))
+    from seqrep.encode.document import documents
+
+    return [i for group in documents(docs)[rank::world] for i in group]
+
+
+def score_logits(logits: Sequence[Any], gold: Sequence[Sentence], labels: Sequence[str],
+                 decoding: str, task: str = "spans") -> dict[str, Any]:
+    """Score per-sentence logits (``(words, classes)`` each) decoded by ``decoding``."""
+    from seqrep.decode import decode
+
+    return task_of(task).score([s.tags for s in gold],
+                               [decode(x, labels, decoding)[0] for x in logits])
+
+
+def scores_by_decoding(logits: Sequence[Any], gold: Sequence[Sentence], labels: Sequence[str],
+                       task: str = "spans") -> dict[str, dict[str, Any]]:
+    """Scores of every decoding from one set of logits, by name; a decoding the task does not
+    use holds the score of the one it uses instead (token tagging: greedy's, twice)."""
+    kind = task_of(task)
+    out: dict[str, dict[str, Any]] = {}
+    for name in DECODINGS:
+        used = kind.decoding(name)
+        out[name] = out[used] if used in out else score_logits(logits, gold, labels, used, task)
+    return out
+
+
+def choose_decoding(scores: dict[str, dict[str, Any]], requested: str,
+                    task: str = "spans") -> str:
+    """The decoding a model keeps after validation: ``requested``, or with ``auto`` the one
+    of the task's decodings with the highest F1 in ``scores`` (:func:`scores_by_decoding`),
+    a tie going to the task's first (constrained for spans: unless greedy is strictly
+    better); token tagging always greedy."""
+    kind = task_of(task)
+    if requested == AUTO:
+        requested = max(kind.decodings, key=lambda d: scores[d.name]["f1"]).name
+    return kind.decoding(requested)
+
+
+def layer_scores(logits: Any, gold: Sequence[Sentence], labels: Sequence[str],
+                 task: str = "spans") -> list[dict[str, Any]]:
+    """Scores of probe heads, one per layer: ``logits`` is ``(words, layers, classes)`` over
+    the words of ``gold`` in order. A probe is scored greedily (argmax per word, what greedy
+    decoding picks) and in one batched argmax for all layers: probes select their epochs
+    and the exit layer by it."""
+    pred = logits.argmax(-1)  # (words, layers)
+    sizes = [len(s) for s in gold]
+    tags, kind = [s.tags for s in gold], task_of(task)
+    return [kind.score(tags, [[labels[i] for i in p.tolist()] for p in pred[:, k].split(sizes)])
+            for k in range(pred.shape[1])]
