@@ -45,22 +45,26 @@ def _weights(out: Path) -> dict[str, torch.Tensor]:
 
 
 @pytest.fixture(scope="module")
-def setup(tiny, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], Path]:
+def setup(tiny, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], Path, Path]:
+    """The arguments, the folder, and one uninterrupted two-process run (evaluating every 2
+    steps) that both tests compare against: each torchrun launch costs three processes'
+    imports (about 20 s), the training itself under a second."""
     tmp = tmp_path_factory.mktemp("ddp")
     train = write_corpus(tmp / "train.txt", 45)  # 40 training sentences: 5 batches of 8
     test = write_corpus(tmp / "test.txt", 7, seed=1)  # odd: does not divide by 2
     args = ["--model", tiny("llama"), "--dataset", str(train), "--test-split", str(test),
             "--exit-layer", "3", "--epochs", "2", "--batch-size", "8", "--lr", "3e-3",
-            "--head-lr", "1e-2", "--seed", "7", "--device", "cpu",
+            "--head-lr", "1e-2", "--seed", "7", "--device", "cpu", "--eval-every", "2",
             "--dropout", "0"]  # dropout masks are drawn per process; none to compare exactly
-    return args, tmp
+    two = tmp / "two"
+    _train(args, 2, two, 29512)
+    return args, tmp, two
 
 
 def test_two_processes_equal_one_with_the_same_global_batch(setup) -> None:
-    args, tmp = setup
-    one, two = tmp / "one", tmp / "two"
+    args, tmp, two = setup
+    one = tmp / "one"
     _train([*args, "--grad-accum", "2"], 1, one, 29511)
-    _train(args, 2, two, 29512)
     a, b = _weights(one), _weights(two)
     assert a.keys() == b.keys()
     worst = max(float((a[k] - b[k]).abs().max()) for k in a)
@@ -68,6 +72,7 @@ def test_two_processes_equal_one_with_the_same_global_batch(setup) -> None:
     log1 = [json.loads(x) for x in (one / "log.jsonl").read_text().splitlines()]
     log2 = [json.loads(x) for x in (two / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log1] == [r["step"] for r in log2]
+    assert len(log1) > 2  # evaluations every 2 steps, and at the end: scores compared below
     for r1, r2 in zip(log1, log2):
         assert r1["train_loss"] == pytest.approx(r2["train_loss"], abs=1e-5)
         assert r1["f1"] == r2["f1"]
@@ -78,12 +83,11 @@ def test_two_processes_equal_one_with_the_same_global_batch(setup) -> None:
 
 
 def test_two_process_run_resumes_exactly(setup) -> None:
-    args, tmp = setup
-    full, cut = tmp / "full2", tmp / "cut2"
-    _train([*args, "--eval-every", "2"], 2, full, 29513)
-    _train([*args, "--eval-every", "2", "--max-steps", "3"], 2, cut, 29514)
+    args, tmp, full = setup
+    cut = tmp / "cut2"
+    _train([*args, "--max-steps", "3"], 2, cut, 29514)
     assert (cut / "checkpoint" / "state.json").exists() and not (cut / "metrics.json").exists()
-    _train([*args, "--eval-every", "2", "--resume"], 2, cut, 29515)
+    _train([*args, "--resume"], 2, cut, 29515)
     a, b = _weights(full), _weights(cut)
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert (full / "log.jsonl").read_text().count("\n") == (cut / "log.jsonl").read_text().count(
