@@ -109,6 +109,15 @@ def test_the_window_fits_the_encoder_s_positions(tmp_path: Path) -> None:
     assert max(len(it.segment) for it in items) <= 40
     logits = lab.word_logits(doc, docs=["d"] * 40)  # no position past the table
     assert [len(x) for x in logits] == [len(s) for s in doc]
+    # a word as long as a whole copy, after a sentence boundary: its [SEP] and the word
+    # together are cut to the copy (the word loses its last subtoken), never past position 40
+    long = "parisberlin" * 8
+    assert len(lab.encoder.words([long])[0]) == 38  # cut to the copy already
+    doc = [["Obama", "visited"], [long, "Paris"]]
+    items = lab.encoder.items(doc, docs=["d", "d"])
+    assert max(len(it.segment) for it in items) <= 40
+    logits = lab.word_logits(doc, docs=["d", "d"])
+    assert [len(x) for x in logits] == [2, 2]
 
 
 def test_separator_none_stays_nothing(doc_labeler) -> None:

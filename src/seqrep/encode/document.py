@@ -63,7 +63,8 @@ def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpe
 
     Args:
         word_ids: per sentence, the subtoken ids of each word.
-        spec: repetition layout and reads (its ``max_subtokens`` is not used: ``limit`` is).
+        spec: repetition layout and reads (``limit`` is the window; ``max_subtokens``
+            only bounds one word with the separator glued before it).
         limit: subtokens per copy of a window.
         separator: ids put before the first word of each sentence after the first.
         leads: per sentence, per word, leading space-only tokens not to read.
@@ -80,7 +81,11 @@ def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpe
         for w, ids in enumerate(sentence):
             lead = leads[s][w] if leads else 0
             if w == 0 and flat and separator:
-                ids, lead = list(separator) + list(ids), lead + len(separator)
+                # a word already cut to a copy stays within it with its separator: the
+                # word's last subtokens go (k copies must fit the model's positions)
+                room = max(spec.max_subtokens, len(separator) + 1)
+                ids = (list(separator) + list(ids))[:room]
+                lead = min(lead + len(separator), len(ids) - 1)
             flat.append(list(ids))
             flat_leads.append(lead)
             places.append((s, w))
