@@ -14,10 +14,12 @@ pre-hooks are traced and unmasked layers stay bidirectional in the graph). The T
 exporter (``dynamo=False``) is not used: with transformers 5 it bakes the traced batch's
 lengths into the attention masks, and its logits on other shapes are wrong.
 
-Every export is checked before it is written: ONNX Runtime and PyTorch label a fixed set of
-sentences (one of them long enough to be cut into windows) at several batch sizes, and the
-export is refused when a logit differs by more than ``tolerance`` (whether every greedy tag
-stays the same is recorded too).
+Every export is checked before it is written (:mod:`seqrep.export.check`): ONNX Runtime and
+PyTorch label a fixed set of sentences (one of them long enough to be cut into windows; with
+document context, also all of them as one document) at several batch sizes, and the export
+is refused when a logit differs by more than ``tolerance`` (whether every greedy tag stays
+the same is recorded too). A labeler's context setting travels in its config, so an export
+of a document-context labeler labels documents as it does.
 
 Layout::
 
@@ -36,12 +38,13 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import seqrep
 from seqrep.errors import ConfigError, ModelError
+from seqrep.export.check import check_export, long_sentence  # noqa: F401 - long_sentence: here too
 from seqrep.export.files import (
     FORMAT_VERSION,
     INPUTS,
@@ -66,33 +69,6 @@ TOLERANCE = 1e-3
 EXTERNAL_DATA_BYTES = 1_500_000_000
 # a seqrep-onnx.json is a few kB; a larger one is not read whole
 MAX_META_BYTES = 1 << 22
-
-CHECK_SENTENCES = [
-    ["Obama", "visited", "Paris", "and", "Berlin", "last", "week", "."],
-    ["The", "European", "Commission", "said", "on", "Thursday", "it", "disagreed", "with",
-     "German", "advice", "to", "consumers", "."],
-    ["Peter", "Blackburn"],
-    ["BRUSSELS", "1996-08-22"],
-    ["Emoji", "🙂", "and", "naïve", "café", ",", "東京", "and", "Москва", "!"],
-]
-_LONG_BASE = ["Nadim", "Ladki", "reported", "from", "Al-Ain", ",", "United", "Arab", "Emirates",
-              ",", "for", "Reuters", "on", "Monday", "."]
-
-
-def long_sentence(labeler: Any, base: Sequence[str] = _LONG_BASE) -> list[str]:
-    """A sentence the labeler's encoder cuts into two or more windows."""
-    words = list(base)
-    while len(labeler.encoder.segments(words)) < 2:
-        if len(words) > 20_000:
-            raise ModelError("could not build a sentence long enough to be windowed")
-        words = words + list(base)
-    return words + list(base[: len(base) // 2])
-
-
-def check_sentences(labeler: Any) -> list[list[str]]:
-    """The fixed sentences an export is checked on, with a windowed long one."""
-    return [list(s) for s in CHECK_SENTENCES] + [long_sentence(labeler)]
-
 
 class _Graph:
     """Builds the traced module lazily (torch is imported only when exporting)."""
@@ -176,29 +152,6 @@ def _versions() -> dict[str, str]:
         except PackageNotFoundError:
             pass
     return out
-
-
-def parity(labeler: SequenceLabeler, onnx_labeler: Any, sentences: Sequence[Sequence[str]],
-           batch_sizes: Sequence[int] = (1, 4, 32)) -> dict[str, Any]:
-    """Largest absolute logit difference and greedy-tag agreement of ``onnx_labeler``
-    against ``labeler`` on ``sentences`` at each batch size (PyTorch at batch size 32)."""
-    import torch
-
-    ref = labeler.word_logits(sentences, 32)
-    worst, same = 0.0, True
-    for bs in batch_sizes:
-        got = onnx_labeler.word_logits(sentences, bs)
-        for a, b in zip(ref, got):
-            if a.shape != b.shape:
-                raise ModelError(f"ONNX logits of shape {tuple(b.shape)} for PyTorch's "
-                                 f"{tuple(a.shape)}")
-            if a.numel():
-                diff = float((a - b).abs().max())
-                if math.isnan(diff) or diff > worst:  # max() would keep 0.0 over a NaN
-                    worst = diff
-                same = same and bool(torch.equal(a.argmax(-1), b.argmax(-1)))
-    return {"max_abs_logit_diff": worst, "same_argmax": same, "sentences": len(sentences),
-            "words": sum(len(s) for s in sentences), "batch_sizes": list(batch_sizes)}
 
 
 def is_export(folder: Path) -> bool:
@@ -325,7 +278,7 @@ def export_labeler(labeler: SequenceLabeler, out_dir: str | Path, opset: int = D
 
             onnx_labeler = OnnxLabeler.from_folder_parts(model_path, labeler.tokenizer,
                                                          labeler.config, meta)
-            result = parity(labeler, onnx_labeler, check_sentences(labeler))
+            result = check_export(labeler, onnx_labeler)
             meta["check"] = {**result, "tolerance": tolerance}
             del onnx_labeler
             # refused on the logits only: a greedy tag may flip on a near tie within tolerance

@@ -219,12 +219,13 @@ class OnnxLabeler(EncodesSentences):
         return self.map_words(sentences, self, batch_size, max_tokens, docs)
 
     def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    max_tokens: int | None = MAX_TOKENS) -> list[torch.Tensor]:
+                    max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                    ) -> list[torch.Tensor]:
         """One ``(words, H)`` tensor of exit-layer states per sentence."""
         if "states" not in self._outputs:
             raise ModelError("this ONNX graph has no 'states' output")
         return self.map_words(sentences, lambda b: torch.from_numpy(self.run(b, ["states"])[0]),
-                              batch_size, max_tokens)
+                              batch_size, max_tokens, docs)
 
     def layer_states(self, *args: Any, **kwargs: Any) -> list[torch.Tensor]:
         raise ModelError("probe mode (layer_states) needs the PyTorch labeler; the ONNX graph "

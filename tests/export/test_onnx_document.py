@@ -1,0 +1,86 @@
+"""A labeler saved with document context keeps it through ONNX export (issue 24): the export
+records it, its check compares document rows too, and ``--runtime onnx`` labels a text as one
+document, with the labels of the PyTorch labeler's own document encode."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from support import cli
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+pytest.importorskip("onnxscript")
+
+from seqrep.export.onnx import export_onnx  # noqa: E402
+from seqrep.export.runtime import OnnxLabeler  # noqa: E402
+from seqrep.model.labeler import SequenceLabeler  # noqa: E402
+from seqrep.predict import predict_text, split_text  # noqa: E402
+
+LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+TEXT = ("Obama visited Paris. The European Union said on Thursday it disagreed with German "
+        "advice. Peter Blackburn met Angela in Berlin.")
+TOL = 1e-4
+
+
+@pytest.fixture(scope="module")
+def folders(tiny, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("onnxdoc")
+    torch.manual_seed(0)
+    lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=1,
+                                     exit_layer=3, finetune="frozen", decoding="greedy",
+                                     context="document", context_tokens=24)
+    torch.manual_seed(4)  # a steeper random head: context shows in the tags
+    with torch.no_grad():
+        for p in lab.head.parameters():
+            p.normal_(0, 2.0)
+    saved = lab.eval().save_pretrained(root / "lab")
+    export_onnx(saved, root / "onnx")
+    return saved, root / "onnx"
+
+
+def _sentences(text: str) -> list[list[str]]:
+    return [[text[s:e] for s, e in w] for _, w in split_text(text)]
+
+
+def _tags(logits: list[torch.Tensor]) -> list[list[str]]:
+    return [[LABELS[i] for i in x.argmax(-1).tolist()] for x in logits]
+
+
+def test_export_keeps_document_context_and_checks_its_rows(folders) -> None:
+    saved, out = folders
+    meta = json.loads((out / "seqrep-onnx.json").read_text())
+    assert meta["labeler"]["context"] == "document"
+    assert meta["labeler"]["context_tokens"] == 24
+    check = meta["check"]["documents"]  # the check ran on rows of several sentences too
+    assert check["max_abs_logit_diff"] < TOL and check["sentences"] >= 5
+    onnx_lab = OnnxLabeler.from_pretrained(out)
+    assert onnx_lab.config.context == "document"
+    torch_lab = SequenceLabeler.from_pretrained(saved)
+    sents = _sentences(TEXT) * 3  # 9 sentences, well past one window of 24 subtokens
+    docs = ["d"] * len(sents)
+    assert len(torch_lab.encoder.items(sents, docs=docs)) > 2
+    want = torch_lab.word_logits(sents, docs=docs)
+    for batch_size in (1, 4):
+        got = onnx_lab.word_logits(sents, batch_size, docs=docs)
+        for x, y in zip(want, got):
+            torch.testing.assert_close(y, x, rtol=0, atol=TOL)
+    for x, y in zip(torch_lab.word_states(sents, docs=docs),
+                    onnx_lab.word_states(sents, 4, docs=docs)):
+        torch.testing.assert_close(y, x, rtol=0, atol=TOL)
+
+
+def test_predict_runtime_onnx_labels_a_text_as_one_document(folders, capsys) -> None:
+    saved, out = folders
+    torch_lab = SequenceLabeler.from_pretrained(saved)
+    sents = _sentences(TEXT)
+    want = _tags(torch_lab.word_logits(sents, docs=["d"] * len(sents)))
+    assert want != _tags(torch_lab.word_logits(sents))  # the context shows in the tags
+    code, stdout, err = cli(capsys, "predict", str(out), TEXT, "--runtime", "onnx")
+    assert code == 0, err
+    record = json.loads(stdout)
+    assert [s["tags"] for s in record["sentences"]] == want
+    assert record == predict_text(OnnxLabeler.from_pretrained(out), [TEXT])[0]
