@@ -194,6 +194,47 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
     # fail before reading data
     Placement.resolve(train_config.device, train_config.precision, training=True)
     MODES[labeler_config.finetune].check()
+    labeler_config, data = checked_data(labeler_config, train_config, reader_options)
+    sweep = None
+    if labeler_config.exit_layer == "auto":
+        labeler_config, sweep = auto_exit_layer(labeler_config, train_config, data, quiet)
+    if not quiet:
+        print(f"training {labeler_config.model} (r={labeler_config.repetitions}, "
+              f"unmask={labeler_config.unmask}, exit_layer={labeler_config.exit_layer}, "
+              f"finetune={labeler_config.finetune}, task={labeler_config.task}) on "
+              f"{len(data.train)} sentences of {train_config.dataset}; validation: "
+              f"{data.validation_source} -> {output}", flush=True)
+    soft = None
+    if distill is not None:  # after the exit-layer probe, which fits on gold tags only
+        data.train, soft = distill.extend(data.train, labeler_config.labels)
+    with seeded(train_config.seed):
+        trainer = Trainer(labeler_config, train_config, output, data, quiet, soft)  # the model
+        if not quiet and trainer.main:
+            print(ran_on_line(trainer.labeler), file=sys.stderr, flush=True)
+        if trainer.main:
+            replace_output(output, resume or distill is not None)
+            if not resume:
+                write_json(output / "run.json", {
+                    **run_record(trainer, reader_options),
+                    **(distill.record if distill else {}),
+                    **({"exit_search": sweep} if sweep else {})})
+        trainer.accelerator.wait_for_everyone()
+        if resume and (output / "checkpoint" / "state.json").exists():
+            trainer.restore()
+        if resume and trainer.main:
+            trim_log(output / "log.jsonl", trainer.state.evals)
+        state = trainer.run()
+        if state.epoch < train_config.epochs and not state.done:
+            return {"status": "interrupted", "step": state.step}
+        return finish(trainer)
+
+
+def checked_data(labeler_config: LabelerConfig, train_config: TrainConfig,
+                 reader_options: dict[str, Any] | None) -> tuple[LabelerConfig, Any]:
+    """The run's data with every tag checked, and the labeler configuration with its task and
+    labels resolved from it (the inventory comes from the training and validation splits,
+    never from test). With document context, the notice about sentences without a document
+    is printed once per launch."""
     data = load_data(train_config, reader_options)
     kind = resolve_task(labeler_config.task, data.train)
     task = kind.name
@@ -213,55 +254,36 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
                                            "the test split": data.test})
         if notice and os.environ.get("RANK", "0") == "0":  # once per launch, as say_notes
             print(notice, file=sys.stderr, flush=True)
-    sweep = None
-    if labeler_config.exit_layer == "auto":
-        from seqrep.train.probes import choose_exit_layer
+    return labeler_config, data
 
-        with seeded(train_config.seed):
-            layer, sweep = choose_exit_layer(labeler_config, data,
-                                             train_config.exit_search_sentences,
-                                             seed=train_config.subset_seed,
-                                             unit=train_config.subset_unit,
-                                             batch_size=train_config.eval_batch_size)
-        sweep["chosen"] = layer
-        labeler_config = labeler_config.replace(exit_layer=layer)
-        if not quiet:
-            print(f"exit layer {layer}: the best frozen probe on validation (F1 "
-                  f"{max(sweep['f1']) * 100:.2f}%)", flush=True)
-    if not quiet:
-        print(f"training {labeler_config.model} (r={labeler_config.repetitions}, "
-              f"unmask={labeler_config.unmask}, exit_layer={labeler_config.exit_layer}, "
-              f"finetune={labeler_config.finetune}, task={task}) on {len(data.train)} "
-              f"sentences of {train_config.dataset}; validation: {data.validation_source} "
-              f"-> {output}", flush=True)
-    soft = None
-    if distill is not None:  # after the exit-layer probe, which fits on gold tags only
-        data.train, soft = distill.extend(data.train, labeler_config.labels)
+
+def auto_exit_layer(labeler_config: LabelerConfig, train_config: TrainConfig, data: Any,
+                    quiet: bool) -> tuple[LabelerConfig, dict[str, Any]]:
+    """``--exit-layer auto``: the layer whose frozen probe scores best on validation, and the
+    sweep (with ``chosen``) that ``run.json`` records."""
+    from seqrep.train.probes import choose_exit_layer
+
     with seeded(train_config.seed):
-        trainer = Trainer(labeler_config, train_config, output, data, quiet, soft)  # the model
-        if not quiet and trainer.main:
-            print(ran_on_line(trainer.labeler), file=sys.stderr, flush=True)
-        if trainer.main:
-            replace_output(output, resume or distill is not None)
-            if not resume:
-                write_json(output / "run.json", {"labeler": labeler_config.to_dict(),
-                                                 "train": train_config.to_dict(),
-                                                 "reader_options": reader_options or {},
-                                                 "train_sentences": len(data.train),
-                                                 "eval_sentences": len(data.eval),
-                                                 "validation_source": data.validation_source,
-                                                 "processes": trainer.world,
-                                                 **(distill.record if distill else {}),
-                                                 **({"exit_search": sweep} if sweep else {})})
-        trainer.accelerator.wait_for_everyone()
-        if resume and (output / "checkpoint" / "state.json").exists():
-            trainer.restore()
-        if resume and trainer.main:
-            trim_log(output / "log.jsonl", trainer.state.evals)
-        state = trainer.run()
-        if state.epoch < train_config.epochs and not state.done:
-            return {"status": "interrupted", "step": state.step}
-        return finish(trainer)
+        layer, sweep = choose_exit_layer(labeler_config, data,
+                                         train_config.exit_search_sentences,
+                                         seed=train_config.subset_seed,
+                                         unit=train_config.subset_unit,
+                                         batch_size=train_config.eval_batch_size)
+    sweep["chosen"] = layer
+    if not quiet:
+        print(f"exit layer {layer}: the best frozen probe on validation (F1 "
+              f"{max(sweep['f1']) * 100:.2f}%)", flush=True)
+    return labeler_config.replace(exit_layer=layer), sweep
+
+
+def run_record(trainer: Trainer, reader_options: dict[str, Any] | None) -> dict[str, Any]:
+    """What ``run.json`` says of every run: the resolved configurations, the reader options
+    and the data and processes it trained on."""
+    data = trainer.data
+    return {"labeler": trainer.lcfg.to_dict(), "train": trainer.cfg.to_dict(),
+            "reader_options": reader_options or {}, "train_sentences": len(data.train),
+            "eval_sentences": len(data.eval), "validation_source": data.validation_source,
+            "processes": trainer.world}
 
 
 def finish(trainer: Trainer) -> dict[str, Any]:
