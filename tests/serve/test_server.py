@@ -58,7 +58,7 @@ def _closed_by_server(conn: socket.socket, within: float) -> bool:
 def test_slow_clients_are_cut_off_at_the_request_deadline(labeler) -> None:
     deadline = 0.5
     app = create_app(labeler=labeler)
-    with running(app, request_timeout_s=deadline) as (base, _):
+    with running(app, settings=ServeSettings(request_timeout=deadline)) as (base, _):
         idle = socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1])))
         slow = []  # slowloris: a header line now and then, the headers never end
         for _ in range(6):
@@ -124,7 +124,8 @@ def test_next_request_on_a_kept_alive_connection_has_its_own_deadline(labeler) -
     every byte and would keep it open)."""
     deadline = 0.5
     app = create_app(labeler=labeler)
-    with running(app, request_timeout_s=deadline, keep_alive_s=60) as (base, _):
+    limits = ServeSettings(request_timeout=deadline)
+    with running(app, settings=limits, keep_alive_s=60) as (base, _):
         with socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1]))) as conn:
             conn.settimeout(BOUND)
             conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -137,3 +138,14 @@ def test_next_request_on_a_kept_alive_connection_has_its_own_deadline(labeler) -
                     conn.sendall(b"X-a: b\r\n")
                 time.sleep(deadline / 4)
             assert _closed_by_server(conn, 5), "the second request had no deadline"
+
+
+def test_server_limits_come_from_the_serve_settings() -> None:
+    """The request deadline and the connection limit are the ServeSettings' (one home for
+    their defaults, the 20 s and 1,000 the README states)."""
+    server = make_server(object(), settings=ServeSettings(request_timeout=3.5, max_connections=7))
+    assert server.config.http.timeout == 3.5
+    assert server.config.limit_concurrency == 7
+    plain = make_server(object())
+    assert plain.config.http.timeout == 20  # README: [--request-timeout 20]
+    assert plain.config.limit_concurrency == 1000  # README: [--max-connections 1000]

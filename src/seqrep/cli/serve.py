@@ -75,9 +75,7 @@ def serve_command(values: dict[str, Any]) -> None:
     except BaseException:
         sock.close()
         raise
-    make_server(app, request_timeout_s=settings.request_timeout,
-                max_connections=settings.max_connections, log_level=log_level
-                ).run(sockets=[sock])
+    make_server(app, settings=settings, log_level=log_level).run(sockets=[sock])
 
 
 serve = command(serve_command, _params(), serve_command.__doc__ or "")

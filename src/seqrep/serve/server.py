@@ -18,6 +18,7 @@ import socket
 from typing import TYPE_CHECKING, Any
 
 from seqrep.errors import ConfigError
+from seqrep.serve.settings import ServeSettings
 
 if TYPE_CHECKING:
     import uvicorn
@@ -91,20 +92,24 @@ def deadline_protocol(request_timeout_s: float) -> type:
     return DeadlineH11Protocol
 
 
-def make_server(app: Any, *, request_timeout_s: float = 20.0, keep_alive_s: int = 5,
-                max_connections: int = 1000, log_level: str = "info") -> uvicorn.Server:
+def make_server(app: Any, *, settings: ServeSettings | None = None, keep_alive_s: int = 5,
+                log_level: str = "info") -> uvicorn.Server:
     """A uvicorn server for ``app`` with the request deadline and limits; run it with
     ``server.run(sockets=[bind_socket(host, port)])``.
 
     Args:
-        request_timeout_s: a request's line, headers and body must arrive within this.
+        settings: the server's limits (default: ``ServeSettings()``, the defaults of
+            ``seqrep serve``): a request's line, headers and body must arrive within
+            ``request_timeout`` seconds; open connections (or running requests) past
+            ``max_connections`` get 503.
         keep_alive_s: an idle keep-alive connection is closed after this.
-        max_connections: open connections (or running requests) past this get 503.
     """
     import uvicorn
 
-    config = uvicorn.Config(app, http=deadline_protocol(request_timeout_s),
-                            timeout_keep_alive=keep_alive_s, limit_concurrency=max_connections,
+    settings = ServeSettings() if settings is None else settings
+    config = uvicorn.Config(app, http=deadline_protocol(settings.request_timeout),
+                            timeout_keep_alive=keep_alive_s,
+                            limit_concurrency=settings.max_connections,
                             h11_max_incomplete_event_size=MAX_HEADER_BYTES,
                             log_level=log_level, access_log=False, lifespan="on")
     return uvicorn.Server(config)
