@@ -158,3 +158,35 @@ def test_streaming_never_splits_a_document(lab, tmp_path: Path) -> None:
     whole = _records(out)
     assert predict_file(lab, src, tmp_path / "again.jsonl", chunk=2) == 7
     assert _records(tmp_path / "again.jsonl") == whole
+
+
+SHARDED = '''
+import sys
+from accelerate import PartialState
+from seqrep.model.labeler import SequenceLabeler
+from seqrep.stream import predict_file
+lab = SequenceLabeler.from_pretrained(sys.argv[1]).eval()
+predict_file(lab, sys.argv[2], sys.argv[3], chunk=2, accelerator=PartialState(cpu=True))
+'''
+
+
+@pytest.mark.integration  # a torchrun launch of two processes
+def test_two_processes_never_split_a_document(folder, lab, tmp_path: Path) -> None:
+    """Chunks of 2 lines dealt to 2 processes: each document stays in one process's chunk."""
+    import os
+    import subprocess
+    import sys
+
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("torchrun is not installed")
+    src = _jsonl(tmp_path / "in.jsonl", ROWS * 2)
+    script = tmp_path / "shard.py"
+    script.write_text(SHARDED, encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", "29533",
+                           str(script), str(folder), str(src), str(out)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert record_tags(_records(out)) == _expected(lab) * 2
