@@ -1,6 +1,9 @@
 """Inference benchmark: our cut model against the full-forward way of reading layer L, an
 encoder, and this machine's matrix-multiply rate; the cut model under each precision or
-runtime side by side (PyTorch fp32 and bf16 autocast, ONNX Runtime fp32 and int8).
+runtime side by side (PyTorch fp32 and bf16 autocast, ONNX Runtime fp32 and int8); with
+``--context sentence,document`` the PyTorch cut rows and the encoders also run with document
+context (rows of consecutive sentences of the split's documents), and ``context_ratios`` gives
+document against sentence sentences/s of each setting, measured in the same run.
 
 Each configuration runs in a fresh process, so its peak resident memory is its own.
 FLOPs per sentence are counted analytically by :mod:`seqrep.lab.speed` (the primitives
@@ -57,10 +60,17 @@ class BenchConfig:
         "comma list of how the cut model runs, each measured side by side: PyTorch fp32 or "
         "bf16 autocast (each against the matmul ceiling of its own precision), or ONNX "
         "Runtime: onnx (fp32), onnx-int8 (the shipped int8 recipe)"))
+    context: tuple[str, ...] = _f(("sentence",), (
+        "comma list of contexts the PyTorch cut rows and the encoders run at: sentence, "
+        "document (windows of 256 subtokens of the split's documents; the first --sentences "
+        "sentences, so the last document may be cut)"))
 
     def __post_init__(self) -> None:
         from seqrep.errors import ConfigError
 
+        if not self.context or any(c not in ("sentence", "document") for c in self.context):
+            raise ConfigError(f"--context {','.join(self.context)!r}: expected a comma list "
+                              f"of sentence, document")
         bad = [p for p in self.precisions if p not in PRECISIONS]
         if bad or not self.precisions:
             raise ConfigError(f"--precision {','.join(self.precisions)!r}: expected a comma "
@@ -126,9 +136,11 @@ def matmul_ceiling(model: str, tokens: int, threads: int | None,
 def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[list[str]],
              batch_size: int, max_tokens: int | None, latency_sentences: int, mode: str,
              threads: int | None, repeats: int = 1, precision: str = "fp32",
-             exported: str | None = None) -> dict[str, Any]:
+             exported: str | None = None, docs: list[Any] | None = None) -> dict[str, Any]:
     """One configuration, in a child process. ``mode``: cut, full_hidden_states or encoder.
-    ONNX rows run the export in ``exported`` (made by :func:`_export`)."""
+    ONNX rows run the export in ``exported`` (made by :func:`_export`). ``docs`` (each
+    sentence's document id) runs the labeler with document context; the latency is still
+    that of each sentence labeled alone."""
     import resource
 
     from seqrep.model.labeler import SequenceLabeler
@@ -136,11 +148,13 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     if threads:
         torch.set_num_threads(threads)
     cut = exit_layer if mode == "cut" else None
+    context = "document" if docs is not None else "sentence"
     lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
-                                     exit_layer=cut, finetune="frozen").eval()
+                                     exit_layer=cut, finetune="frozen", context=context).eval()
     lab.place("cpu", _ceiling_precision(precision))
     # padding of the very batches the timed pass runs
-    masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, max_tokens)]
+    masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, max_tokens,
+                                                               docs=docs)]
     lengths = [int(n) for m in masks for n in m.sum(1)]
     waste = 1.0 - sum(lengths) / sum(m.numel() for m in masks)
     terms = flops_per_token(lab.backbone)
@@ -154,16 +168,18 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
         lab = OnnxLabeler.from_pretrained(exported, intra_op_num_threads=threads
                                           or torch.get_num_threads(), variant=onnx.variant)
 
-    def run(batch_words: list[list[str]], bs: int) -> list[torch.Tensor]:
+    def run(batch_words: list[list[str]], bs: int, ids: list[Any] | None = None
+            ) -> list[torch.Tensor]:
         if mode != "full_hidden_states":
-            return lab.word_states(batch_words, bs, max_tokens)
+            return lab.word_states(batch_words, bs, max_tokens, **({"docs": ids} if ids
+                                                                    else {}))
         return _authors_way(lab, batch_words, bs, max_tokens, exit_layer)
 
-    run(words[:batch_size], batch_size)  # warm-up
+    run(words[:batch_size], batch_size, docs[:batch_size] if docs else None)  # warm-up
     times = []
     for _ in range(max(1, repeats)):  # the fastest pass: least disturbed by other load
         start = time.perf_counter()
-        states = run(words, batch_size)
+        states = run(words, batch_size, docs)
         times.append(time.perf_counter() - start)
     seconds = min(times)
     start = time.perf_counter()
@@ -171,6 +187,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
         run([w], 1)
     latency = (time.perf_counter() - start) / max(1, min(latency_sentences, len(words)))
     return {"model": model, "mode": mode, "precision": precision, "repetitions": repetitions,
+            "context": context,
             "exit_layer": exit_layer if mode != "encoder" else None,
             "layers_computed": blocks, "sentences": len(words), "tokens": sum(lengths),
             "seconds": round(seconds, 3), "seconds_all": [round(t, 3) for t in times],
@@ -229,15 +246,18 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     """Measure every configuration of ``cfg``; returns rows, the ceiling and speed-ups."""
     from seqrep.data import load_corpus
 
-    words = [list(s.words) for s in load_corpus(cfg.dataset, cfg.split).sentences
-             if len(s)][: cfg.sentences]
-    jobs = [(cfg.model, r, layer, "cut", p) for p in cfg.precisions for r in cfg.repetitions
-            for layer in cfg.exit_layers]
+    sents = [s for s in load_corpus(cfg.dataset, cfg.split).sentences if len(s)][: cfg.sentences]
+    words = [list(s.words) for s in sents]
+    docs = [s.doc_id for s in sents]
+    # (model, r, layer, mode, precision, context): document context on PyTorch rows only
+    jobs = [(cfg.model, r, layer, "cut", p, c) for p in cfg.precisions for r in cfg.repetitions
+            for layer in cfg.exit_layers for c in cfg.context
+            if c == "sentence" or _onnx(p) is None]
     if cfg.baseline:
-        jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32") for r in cfg.repetitions
-                 for layer in cfg.exit_layers if layer is not None]
-    jobs += [(name.strip(), 0, None, "encoder", "fp32")
-             for name in (cfg.encoder or "").split(",") if name.strip()]
+        jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32", "sentence")
+                 for r in cfg.repetitions for layer in cfg.exit_layers if layer is not None]
+    jobs += [(name.strip(), 0, None, "encoder", "fp32", c)
+             for name in (cfg.encoder or "").split(",") if name.strip() for c in cfg.context]
     ceilings = {}
     for precision in dict.fromkeys(("fp32", *map(_ceiling_precision, cfg.precisions))):
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
@@ -248,7 +268,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
              f"of {ceilings[precision]['shapes']})")
     rows = []
     scratch = tempfile.TemporaryDirectory(prefix="seqrep-bench-")  # the ONNX exports
-    for model, r, layer, mode, precision in jobs:
+    for model, r, layer, mode, precision, context in jobs:
         exported = None
         onnx = _onnx(precision)
         if onnx is not None:
@@ -259,9 +279,11 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
             row = pool.submit(_measure, model, r, layer, words, cfg.batch_size, cfg.max_tokens,
                               cfg.latency_sentences, mode, cfg.threads, cfg.repeats,
-                              precision, exported).result()
+                              precision, exported,
+                              docs if context == "document" else None).result()
         rows.append(row)
-        echo(f"{mode:>18} {precision} {model} r={r} L={layer}: {row['sentences_per_second']} "
+        echo(f"{mode:>18} {precision} {context} {model} r={r} L={layer}: "
+             f"{row['sentences_per_second']} "
              f"sent/s, {row['latency_ms']} ms/sent, waste {row['padding_waste']:.1%}")
     scratch.cleanup()
     for row in rows:  # each against the ceiling of its own precision
@@ -271,13 +293,37 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     return {"kind": "bench", "config": asdict(cfg), "matmul_gflops": ceilings["fp32"]["gflops"],
             "matmul_shapes": ceilings["fp32"]["shapes"],
             "ceilings": {p: c["gflops"] for p, c in ceilings.items()}, "rows": rows,
-            "speedups": speedups(rows), "precision_speedups": precision_speedups(rows)}
+            "speedups": speedups(rows), "precision_speedups": precision_speedups(rows),
+            "context_ratios": context_ratios(rows)}
+
+
+def context_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per model, mode, precision, r and exit layer measured at both contexts: document
+    context's sentences/s and tokens per sentence against sentence context's."""
+    def key(r: dict[str, Any]) -> tuple:
+        return (r["model"], r["mode"], r.get("precision") or "fp32", r["repetitions"],
+                r["exit_layer"])
+
+    sentence = {key(r): r for r in rows if r.get("context", "sentence") == "sentence"}
+    out = []
+    for r in rows:
+        base = sentence.get(key(r))
+        if r.get("context") != "document" or base is None:
+            continue
+        out.append({"model": r["model"], "mode": r["mode"],
+                    "precision": r.get("precision") or "fp32", "repetitions": r["repetitions"],
+                    "exit_layer": r["exit_layer"],
+                    "speed_ratio": round(r["sentences_per_second"]
+                                         / base["sentences_per_second"], 3),
+                    "token_ratio": round(r["tokens"] / base["tokens"], 3)})
+    return out
 
 
 def precision_speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per r and exit layer: each precision's time against fp32's, and how far its states are
     from fp32's (relative difference of their checksums)."""
-    cuts = [r for r in rows if r["mode"] == "cut"]
+    cuts = [r for r in rows if r["mode"] == "cut"
+            and r.get("context", "sentence") == "sentence"]
     fp32 = {(r["repetitions"], r["exit_layer"]): r for r in cuts if r["precision"] == "fp32"}
     out = []
     for r in cuts:
@@ -296,7 +342,8 @@ def speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per r and exit layer: time against the deepest cut, and against the full forward."""
     out = []
     cuts = {(r["repetitions"], r["exit_layer"]): r for r in rows
-            if r["mode"] == "cut" and r.get("precision", "fp32") == "fp32"}
+            if r["mode"] == "cut" and r.get("precision", "fp32") == "fp32"
+            and r.get("context", "sentence") == "sentence"}
     full = {(r["repetitions"], r["exit_layer"]): r for r in rows
             if r["mode"] == "full_hidden_states"}
     for (rep, layer), row in sorted(cuts.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):

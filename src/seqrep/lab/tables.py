@@ -118,7 +118,8 @@ def bench_markdown(data: dict[str, Any]) -> str:
            "| ms/sent (alone) | padding | GFLOP/sent | share of ceiling | peak MB |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for b in data.get("rows", []):
-        out.append(f"| {b['model']} | {b['mode']} | {b.get('precision') or 'fp32'} | "
+        mode = b["mode"] + (", document" if b.get("context") == "document" else "")
+        out.append(f"| {b['model']} | {mode} | {b.get('precision') or 'fp32'} | "
                    f"{b['repetitions']} | {b['exit_layer'] or 'all'} | {b['layers_computed']} | "
                    f"{b['sentences_per_second']:.1f} | {b['tokens_per_second']:.0f} | "
                    f"{b['latency_ms']:.0f} | {100 * b['padding_waste']:.1f}% | "
@@ -138,4 +139,11 @@ def bench_markdown(data: dict[str, Any]) -> str:
     for x in data.get("precision_speedups", []):
         out.append(f"| {x['precision']} | {x['repetitions']} | {x['exit_layer']} | "
                    f"{x['speedup_vs_fp32']:.2f} | {100 * x['checksum_rel_diff']:.3g}% |")
+    if data.get("context_ratios"):
+        out += ["", "| model | mode | precision | r | exit layer | document / sentence sent/s "
+                "| document / sentence tokens |", "|---|---|---|---|---|---|---|"]
+    for x in data.get("context_ratios", []):
+        out.append(f"| {x['model']} | {x['mode']} | {x['precision']} | {x['repetitions']} | "
+                   f"{x['exit_layer'] or 'all'} | {x['speed_ratio']:.2f} | "
+                   f"{x['token_ratio']:.2f} |")
     return "\n".join(out) + "\n"

@@ -1,0 +1,89 @@
+"""seqrep bench with document context (issue 24): the cut model and the encoders run at both
+contexts in one run, document rows carry their context (so the frontier matches them to
+document settings), and the ratio of their speeds is the inference cost of document context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support import WORDS
+
+from seqrep.errors import ConfigError
+from seqrep.lab.bench import BenchConfig, _measure, context_ratios, precision_speedups, speedups
+from seqrep.lab.tables import bench_markdown
+
+
+def _row(mode: str, context: str, seconds: float, tokens: int, layer: int | None = 3,
+         precision: str = "fp32") -> dict:
+    return {"model": "m", "mode": mode, "precision": precision, "repetitions": 1,
+            "exit_layer": layer, "context": context, "layers_computed": layer or 6,
+            "sentences": 100, "tokens": tokens, "seconds": seconds,
+            "sentences_per_second": 100 / seconds, "checksum": 1.0}
+
+
+def test_context_ratios_and_the_other_speedups_on_hand_made_rows() -> None:
+    rows = [_row("cut", "sentence", 2.0, 1000), _row("cut", "document", 5.0, 1550),
+            _row("cut", "sentence", 4.0, 1000, layer=6),
+            _row("cut", "sentence", 1.0, 1000, precision="bf16")]
+    (ratio,) = context_ratios(rows)
+    # 20 against 50 sentences/s: 0.4; 1550 against 1000 tokens: 1.55
+    assert ratio["speed_ratio"] == 0.4 and ratio["token_ratio"] == 1.55
+    assert (ratio["repetitions"], ratio["exit_layer"], ratio["mode"]) == (1, 3, "cut")
+    # the document row is no sentence row: the speed-ups are those of the sentence rows
+    without = [r for r in rows if r["context"] == "sentence"]
+    assert speedups(rows) == speedups(without)
+    assert precision_speedups(rows) == precision_speedups(without)
+    (s3, _) = speedups(rows)
+    assert s3["time_share"] == 0.5  # 2 s against layer 6's 4 s, not the document row's 5 s
+    md = bench_markdown({"rows": [dict(r, tokens_per_second=1, latency_ms=1,
+                                       padding_waste=0, flops_per_sentence=1,
+                                       peak_memory_mb=1) for r in rows],
+                         "context_ratios": context_ratios(rows)})
+    assert "| m | cut, document | fp32 | 1 | 3 |" in md
+    assert "| m | cut | fp32 | 1 | 3 | 0.40 | 1.55 |" in md
+
+
+def test_a_document_row_reads_the_documents(tiny) -> None:
+    from seqrep.model.labeler import SequenceLabeler
+
+    model = tiny("llama", 4)
+    words = WORDS * 3  # 9 sentences in 2 documents: 5 + 4
+    docs = ["a"] * 5 + ["b"] * 4
+    sent = _measure(model, 0, 3, words, 4, None, 2, "cut", None)
+    doc = _measure(model, 0, 3, words, 4, None, 2, "cut", None, docs=docs)
+    assert (sent["context"], doc["context"]) == ("sentence", "document")
+    # at r = 0 with no special tokens, a document row is its sentences' subtokens with the
+    # separator before each sentence but the document's first: 9 - 2 = 7 separators more
+    lab = SequenceLabeler.from_model(model, labels=["O"], context="document")
+    sep = len(lab.encoder.context_separator)
+    assert sep >= 1 and lab.encoder.spec.prefix == ()
+    assert doc["tokens"] == sent["tokens"] + 7 * sep
+
+
+def test_an_unknown_context_is_refused() -> None:
+    with pytest.raises(ConfigError, match="--context 'page'"):
+        BenchConfig(context=("page",))
+
+
+@pytest.mark.integration  # seven child processes on tiny models: about a minute when loaded
+def test_run_bench_measures_both_contexts_in_one_run(tiny, tmp_path: Path) -> None:
+    from support import write_corpus
+
+    from seqrep.lab import bench
+
+    data = write_corpus(tmp_path / "test.txt", 8)
+    blocks = data.read_text(encoding="utf-8").strip().split("\n\n")
+    data.write_text("\n\n".join(("-DOCSTART- O\n\n" if i % 4 == 0 else "") + b
+                                for i, b in enumerate(blocks)) + "\n", encoding="utf-8")
+    cfg = BenchConfig(model=tiny("llama", 4), repetitions=(1,), exit_layers=(3,),
+                      dataset=str(data), split="train", sentences=8, batch_size=4, repeats=1,
+                      latency_sentences=1, encoder=tiny("bert", 2), baseline=False,
+                      threads=1, context=("sentence", "document"))
+    out = bench.run_bench(cfg, echo=lambda *_: None)
+    assert [(r["mode"], r["context"]) for r in out["rows"]] == [
+        ("cut", "sentence"), ("cut", "document"), ("encoder", "sentence"),
+        ("encoder", "document")]
+    assert [(x["mode"], x["repetitions"]) for x in out["context_ratios"]] == [
+        ("cut", 1), ("encoder", 0)]
+    assert all(x["token_ratio"] > 0 for x in out["context_ratios"])
