@@ -141,3 +141,18 @@ def test_the_configs_check_themselves_from_python() -> None:
         ServeSettings(max_texts=0)
     assert InferenceConfig(device="cuda:1").device == "cuda:1"
     assert ServeSettings().max_batch_tokens == 512
+
+
+def test_the_python_loaders_default_to_the_commands_device() -> None:
+    """`--device auto` is the commands' default (README, "On a GPU"); the ONNX labeler's
+    loader and place() take the same default (on ONNX Runtime, auto is the CPU, its only
+    device), as load_labeler, which the commands call, and SequenceLabeler.place do."""
+    import inspect
+
+    from seqrep.export import load_labeler
+    from seqrep.export.runtime import OnnxLabeler
+    from seqrep.model.labeler import SequenceLabeler
+
+    for fn in (load_labeler, OnnxLabeler.from_pretrained, OnnxLabeler.place,
+               SequenceLabeler.place):
+        assert inspect.signature(fn).parameters["device"].default == "auto", fn.__qualname__

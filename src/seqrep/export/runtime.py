@@ -101,7 +101,7 @@ class OnnxLabeler(EncodesSentences):
     @classmethod
     def from_pretrained(cls, path: str | Path, intra_op_num_threads: int | None = None,
                         model_file: str | None = None, verify: bool = True,
-                        device: str = "cpu", precision: str = "auto",
+                        device: str = "auto", precision: str = "auto",
                         trust_remote_code: bool = False,
                         variant: str | None = None) -> OnnxLabeler:
         """Load an export folder.
@@ -114,7 +114,8 @@ class OnnxLabeler(EncodesSentences):
                 exported one.
             verify: check the exported graph's sha256 against the metadata.
             device, precision: accepted for SequenceLabeler's signature; only ``cpu`` (or
-                ``auto``) and ``fp32`` (or ``auto``) are possible.
+                ``auto``, the default as on the commands: ONNX Runtime's only device here is
+                the CPU) and ``fp32`` (or ``auto``) are possible.
             trust_remote_code: ignored (an export runs no model code; the tokenizer is loaded
                 without remote code).
             variant: a recorded variant of the graph instead of fp32: ``int8`` (written by
@@ -163,7 +164,7 @@ class OnnxLabeler(EncodesSentences):
         return cls(cls.make_session(model_path, intra_op_num_threads), tokenizer, config,
                    _info(meta), meta)
 
-    def place(self, device: str = "cpu", precision: str = "auto") -> OnnxLabeler:
+    def place(self, device: str = "auto", precision: str = "auto") -> OnnxLabeler:
         """SequenceLabeler's :meth:`~seqrep.model.labeler.SequenceLabeler.place`: the graph
         runs on the CPU in fp32 only; returns self."""
         _check_placement(device, precision)
@@ -243,7 +244,7 @@ def _info(meta: dict[str, Any]) -> BackboneInfo:
 
 
 def _check_placement(device: Any, precision: str | None) -> None:
-    dev = str(device or "cpu").lower()
+    dev = str(device or "auto").lower()
     if dev not in ("cpu", "auto"):
         raise ConfigError(f"--device {device}: the ONNX runtime runs on the CPU only; use "
                           f"--device cpu (or the PyTorch labeler)")
