@@ -72,7 +72,7 @@ class Task:
     name: str
     unit: str  #: what one gold occurrence of a label is, in messages: span or word
     metric: str  #: the headline score's name in summaries
-    decodings: tuple[Decoding, ...]  #: the decodings that apply
+    decodings: tuple[Decoding, ...]  #: those that apply, preferred first (wins a tie)
 
     def gold(self, tags: Iterable[str]) -> tuple[str, ...]:
         """Gold tags as readers give them (IOB2) written the way this task scores them."""
