@@ -172,3 +172,20 @@ def test_the_figures_reach_run_json_metrics_json_and_the_cli(tiny, doc_teacher, 
     line = stdout.strip().splitlines()[-1]
     assert line.startswith("teacher: 10 sentences labeled in ") and "sentences/s" in line
     assert f"the distillation took {metrics['seconds']} s" in line
+
+
+def test_the_json_summary_carries_the_figures() -> None:
+    """``--json``: the training summary with the teacher's figures and the distillation's
+    time added as fields; an unfinished run (no figures) keeps its line as it was."""
+    from seqrep.cli.distill import _with_speed
+
+    figures = {"teacher": "/t", "teacher_sentences": 10, "teacher_seconds": 4.0,
+               "teacher_sentences_per_second": 2.5, "seconds": 9.5, "resumed": False}
+    got = json.loads(_with_speed('{"status": "finished", "test_f1": 0.5}', figures, True))
+    assert got == {"status": "finished", "test_f1": 0.5, "teacher_sentences": 10,
+                   "teacher_seconds": 4.0, "teacher_sentences_per_second": 2.5,
+                   "distill_seconds": 9.5}
+    assert _with_speed("run: interrupted", None, False) == "run: interrupted"
+    line = _with_speed("run: done", {**figures, "resumed": True}, False).splitlines()[1]
+    assert line == ("teacher: 10 sentences labeled in 4.0 s (2.5 sentences/s); the "
+                    "distillation took 9.5 s in this session")
