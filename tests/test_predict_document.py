@@ -1,6 +1,7 @@
 """Prediction with a labeler saved with document context (issue 24): a raw text of several
 sentences is one document, JSONL lines name theirs with "doc_id", and streaming (chunks,
-resuming) labels every document whole. Expected tags come from the labeler's own document
+resuming, two torchrun processes) labels every document whole, as two-process evaluation
+does. Expected tags come from the labeler's own document
 encode on the same words (``word_logits(..., docs=...)``), an independent route."""
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import pytest
 import torch
 from support import cli
 
+from seqrep.data.tags import spans_to_tags, strict_spans
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.predict import predict_text, split_text
+from seqrep.predict import predict_tags, predict_text, split_text
 from seqrep.stream import predict_file
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
@@ -190,3 +192,53 @@ def test_two_processes_never_split_a_document(folder, lab, tmp_path: Path) -> No
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert record_tags(_records(out)) == _expected(lab) * 2
+
+
+def _documents_file(path: Path, docs: int) -> Path:
+    """A CoNLL file of ``docs`` documents (``-DOCSTART-``) of 2-4 sentences each."""
+    lines = []
+    for d in range(docs):
+        lines += ["-DOCSTART- O", ""]
+        for s in range(2 + d % 3):
+            text = OTHER if (d + s) % 2 else TEXT
+            for words in words_of(text):
+                lines += [f"{w} O" for w in words] + [""]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.integration  # a torchrun launch of two processes
+def test_two_process_evaluation_predicts_as_one_process(folder, tmp_path: Path) -> None:
+    """5 documents over 2 processes: every predicted tag as in one process (a document cut
+    between processes would change its tags)."""
+    import os
+    import subprocess
+    import sys
+
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("torchrun is not installed")
+    data = _documents_file(tmp_path / "gold.txt", 5)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    args = ["-m", "seqrep", "evaluate", str(folder), "--dataset", str(data), "--json",
+            "--device", "cpu"]
+    one = subprocess.run([sys.executable, *args, "--predictions", str(tmp_path / "one.txt")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    two = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", "29534",
+                          *args, "--predictions", str(tmp_path / "two.txt")],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert one.returncode == 0 and two.returncode == 0, two.stderr[-2000:]
+    one_tags = (tmp_path / "one.txt").read_text(encoding="utf-8")
+    assert one_tags == (tmp_path / "two.txt").read_text(encoding="utf-8")
+    # and they are the labeler's own document encode of each document
+    sents, docs = [], []
+    for d in range(5):
+        for s in range(2 + d % 3):
+            got = words_of(OTHER if (d + s) % 2 else TEXT)
+            sents, docs = sents + got, docs + [d] * len(got)
+    lab = SequenceLabeler.from_pretrained(folder)
+    predicted = [[line.split()[-1] for line in block.split("\n")]
+                 for block in one_tags.strip().split("\n\n")]
+    # the file holds the spans scored, as clean IOB2 (an I- that continues no span is O)
+    assert predicted == [spans_to_tags(strict_spans(t), len(t), "IOB2")
+                         for t, _ in predict_tags(lab, sents, docs=docs)]
