@@ -1,8 +1,8 @@
 """Prediction with a labeler saved with document context (issue 24): a raw text of several
 sentences is one document, JSONL lines name theirs with "doc_id", and streaming (chunks,
 resuming, two torchrun processes) labels every document whole, as two-process evaluation
-does. Expected tags come from the labeler's own document
-encode on the same words (``word_logits(..., docs=...)``), an independent route."""
+does. Expected tags come from the labeler's own document encode on the same words
+(``word_logits(..., docs=...)``), an independent route."""
 
 from __future__ import annotations
 

@@ -6,9 +6,11 @@ the rows, as :func:`seqrep.encode.batch.length_batches` counts) and until ``max_
 after the first job was queued. It computes the word logits of all their sentences in one
 ``word_logits`` call and answers each job with :func:`seqrep.predict.predict_text` -- the
 function ``seqrep predict`` prints -- reading those logits, so the server and the CLI cannot
-disagree. A sentence's logits do not depend on its batch-mates beyond float rounding: the
-same matrix products run on other shapes round differently. So a batched answer has the
-tags and spans of its one-at-a-time answer, and its scores are within
+disagree. With document context each text is one document: its sentences are computed
+together in the shared pass and cached per text. A sentence's logits do not depend on its
+batch-mates beyond float rounding: the same matrix products run on other shapes round
+differently. So a batched answer has the tags and spans of its one-at-a-time answer, and
+its scores are within
 :data:`BATCH_TOLERANCE` of them (unless a word's two best tags are closer than that, where
 the tag itself may differ).
 

@@ -12,7 +12,9 @@ records as ``seqrep predict``); each predicted span is mapped onto spaCy's token
 character offsets with ``doc.char_span(..., alignment_mode="strict")``. A span whose edges
 fall inside a spaCy token cannot be an entity of that doc: it is listed in
 ``doc._.seqrep_unaligned`` (the span records) and logged as a warning, never dropped silently.
-``nlp.pipe`` labels each batch of docs with one prediction call.
+``nlp.pipe`` labels each batch of docs with one prediction call. A labeler with document
+context labels each Doc as one document (all its sentences together), as ``seqrep predict``
+labels a text.
 
 Requires the ``spacy`` extra (``pip install 'seqrep[spacy]'``).
 """
