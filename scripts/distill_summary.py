@@ -49,7 +49,7 @@ def summary(teacher: Path, runs: Path) -> str:
     t_f1, t_speed = _f1(_json(teacher / "metrics.json")), _speed(teacher, bench)
     out = [f"Teacher {teacher}: test F1 {_cell(t_f1)}, {_cell(t_speed, '.1f')} sentences/s.",
            "", "| student | distilled F1 | plain F1 | gap to teacher | sentences/s | x teacher "
-           "| teacher labeling (sentences/s) | distillation (s) | goal |",
+           "| teacher labeling (sentences/s) | distillation work (s) | goal |",
            "|---|---|---|---|---|---|---|---|---|"]
     for folder in sorted(runs.glob("*-distilled")):
         name = folder.name.removesuffix("-distilled")
@@ -64,7 +64,7 @@ def summary(teacher: Path, runs: Path) -> str:
         out.append(f"| {name} | {_cell(d_f1)} | {_cell(p_f1)} | {_cell(gap)} | "
                    f"{_cell(speed, '.1f')} | {_cell(ratio, '.1f')} | "
                    f"{_cell(figures.get('teacher_sentences_per_second'), '.1f')} | "
-                   f"{_cell(figures.get('seconds'), '.0f')} | {goal} |")
+                   f"{_cell(figures.get('work_seconds'), '.0f')} | {goal} |")
     return "\n".join(out) + "\n"
 
 

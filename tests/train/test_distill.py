@@ -140,6 +140,10 @@ def test_interrupted_training_resumes_on_the_cached_labels(tiny, teacher, teache
     monkeypatch.setattr(SequenceLabeler, "word_logits", refuse)
     done = distill(teacher, student(tiny), fit(handful), out, resume=True, quiet=True)
     assert done["status"] == "finished" and done["steps"] == 2
+    # the first session's labeling counts in the work, though this session labeled nothing
+    figures = done["distill"]
+    assert figures["resumed"] is True and figures["teacher_seconds"] > 0
+    assert figures["work_seconds"] >= figures["teacher_seconds"] + done["train_seconds"]
     assert json.loads((out / "run.json").read_text())["distill"]["teacher"] == str(teacher)
 
 

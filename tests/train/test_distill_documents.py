@@ -160,7 +160,8 @@ def test_the_figures_reach_run_json_metrics_json_and_the_cli(tiny, doc_teacher, 
     out = tmp_path / "student"
     code, stdout, err = cli(capsys, "distill", str(doc_teacher), "--student", tiny("qwen2"),
                             "--dataset", str(doc_data[0]), "--eval-split", str(doc_data[1]),
-                            "--test-split", "", "--epochs", "1", "--quiet", "-o", str(out))
+                            "--test-split", str(doc_data[1]), "--epochs", "1", "--quiet", "-o",
+                            str(out))
     assert code == 0, err
     run = json.loads((out / "run.json").read_text())["distill"]
     metrics = json.loads((out / "metrics.json").read_text())["distill"]
@@ -169,9 +170,18 @@ def test_the_figures_reach_run_json_metrics_json_and_the_cli(tiny, doc_teacher, 
     assert metrics["teacher_sentences_per_second"] == pytest.approx(
         10 / metrics["teacher_seconds"], rel=1e-2)
     assert metrics["seconds"] >= metrics["teacher_seconds"] and metrics["resumed"] is False
+    # the work it took, summed from what the run folder recorded: labeling, training steps,
+    # each validation and the test
+    finished = json.loads((out / "metrics.json").read_text())
+    evals = [json.loads(x)["eval_seconds"] for x in
+             (out / "log.jsonl").read_text().splitlines()]
+    assert evals and metrics["work_seconds"] == pytest.approx(
+        metrics["teacher_seconds"] + finished["train_seconds"] + sum(evals)
+        + finished["test"]["seconds"], abs=0.02)
     line = stdout.strip().splitlines()[-1]
     assert line.startswith("teacher: 10 sentences labeled in ") and "sentences/s" in line
-    assert f"the distillation took {metrics['seconds']} s" in line
+    assert f"the distillation took {metrics['seconds']} s ({metrics['work_seconds']} s of" \
+        in line
 
 
 def test_the_json_summary_carries_the_figures() -> None:
@@ -180,12 +190,14 @@ def test_the_json_summary_carries_the_figures() -> None:
     from seqrep.cli.distill import _with_speed
 
     figures = {"teacher": "/t", "teacher_sentences": 10, "teacher_seconds": 4.0,
-               "teacher_sentences_per_second": 2.5, "seconds": 9.5, "resumed": False}
+               "teacher_sentences_per_second": 2.5, "seconds": 9.5, "resumed": False,
+               "work_seconds": 12.25}
     got = json.loads(_with_speed('{"status": "finished", "test_f1": 0.5}', figures, True))
     assert got == {"status": "finished", "test_f1": 0.5, "teacher_sentences": 10,
                    "teacher_seconds": 4.0, "teacher_sentences_per_second": 2.5,
-                   "distill_seconds": 9.5}
+                   "distill_seconds": 9.5, "distill_work_seconds": 12.25}
     assert _with_speed("run: interrupted", None, False) == "run: interrupted"
     line = _with_speed("run: done", {**figures, "resumed": True}, False).splitlines()[1]
     assert line == ("teacher: 10 sentences labeled in 4.0 s (2.5 sentences/s); the "
-                    "distillation took 9.5 s in this session")
+                    "distillation took 9.5 s in this session (12.25 s of labeling, training "
+                    "and evaluation)")

@@ -71,13 +71,15 @@ def _with_speed(line: str, figures: dict[str, Any] | None, as_json: bool) -> str
         summary = json.loads(line)
         summary.update({k: figures.get(k) for k in (
             "teacher_sentences", "teacher_seconds", "teacher_sentences_per_second")},
-            distill_seconds=figures.get("seconds"))
+            distill_seconds=figures.get("seconds"),
+            distill_work_seconds=figures.get("work_seconds"))
         return json.dumps(summary)
     rate = figures.get("teacher_sentences_per_second")
     return (f"{line}\nteacher: {figures.get('teacher_sentences')} sentences labeled in "
             f"{figures.get('teacher_seconds')} s ({'-' if rate is None else rate} "
             f"sentences/s); the distillation took {figures.get('seconds')} s"
-            f"{' in this session' if figures.get('resumed') else ''}")
+            f"{' in this session' if figures.get('resumed') else ''} "
+            f"({figures.get('work_seconds')} s of labeling, training and evaluation)")
 
 
 distill = command(distill_command, _params(), distill_command.__doc__ or "")

@@ -25,6 +25,7 @@ Output folder, beside what ``train`` writes::
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -303,9 +304,21 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
         metrics["distill"] = {k: record[k] for k in (
             "teacher", "teacher_sentences", "teacher_seconds", "teacher_sentences_per_second")}
         metrics["distill"].update(seconds=round(time.perf_counter() - began, 2),
-                                  resumed=resume)
+                                  resumed=resume, work_seconds=_work_seconds(output, metrics,
+                                                                             record))
         write_json(output / "metrics.json", metrics)
     return metrics
+
+
+def _work_seconds(output: Path, metrics: dict[str, Any], record: dict[str, Any]) -> float:
+    """The distillation's work, whichever sessions did it: the teacher's labeling (its
+    chunks' seconds), the training steps, each validation (``log.jsonl``) and the test
+    (model loading and data reading not counted)."""
+    evals, log = 0.0, output / "log.jsonl"
+    for line in log.read_text(encoding="utf-8").splitlines() if log.is_file() else []:
+        evals += float(json.loads(line).get("eval_seconds") or 0)
+    return round((record["teacher_seconds"] or 0) + metrics.get("train_seconds", 0) + evals
+                 + (metrics.get("test") or {}).get("seconds", 0), 2)
 
 
 def _check_fresh(output: Path, overwrite: bool, check_output: Any) -> None:
