@@ -242,3 +242,12 @@ def test_two_process_evaluation_predicts_as_one_process(folder, tmp_path: Path) 
     # the file holds the spans scored, as clean IOB2 (an I- that continues no span is O)
     assert predicted == [spans_to_tags(strict_spans(t), len(t), "IOB2")
                          for t, _ in predict_tags(lab, sents, docs=docs)]
+
+
+def test_a_resume_point_moves_back_to_its_document_s_first_line(tmp_path: Path) -> None:
+    from seqrep.inputs import document_start
+
+    src = _jsonl(tmp_path / "in.jsonl", [{"text": "x", "doc_id": d}
+                                         for d in ["a", "a", None, "b", "b"]])
+    # lines done -> lines kept: inside "a" back to 0, inside "b" back to 3, else unchanged
+    assert [document_start(src, done) for done in range(6)] == [0, 0, 2, 3, 3, 5]

@@ -93,12 +93,12 @@ def chunks(lines: Iterator[tuple[Any, ...]], size: int, documents: bool = False
 def document_start(path: Path, done: int, words: bool = False) -> int:
     """The lines before the document that line ``done + 1`` belongs to: ``done`` unless that
     line continues the document of line ``done`` (resuming there would label the rest of a
-    document without its beginning)."""
-    start, last = 0, None
+    document without its beginning; after the last line, nothing is left to label)."""
+    start, last = done, None
     for n, _, _, doc in read_records(path, words):
-        if n > done + 1:
-            break
         if doc is None or doc != last:
             start = n - 1
+        if n > done:
+            return min(start, done)
         last = doc
-    return min(start, done)
+    return done
