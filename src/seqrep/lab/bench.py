@@ -60,6 +60,10 @@ class BenchConfig:
         "comma list of how the cut model runs, each measured side by side: PyTorch fp32 or "
         "bf16 autocast (each against the matmul ceiling of its own precision), or ONNX "
         "Runtime: onnx (fp32), onnx-int8 (the shipped int8 recipe)"))
+    device: str = _f(InferenceConfig.device, (
+        "where the models and the matmul ceiling run: auto, cpu, cuda, cuda:N or mps (auto "
+        "as on the other commands, but the CPU when an ONNX row is asked: ONNX Runtime runs "
+        "there only)"))
     context: tuple[str, ...] = _f(("sentence",), (
         "comma list of contexts the PyTorch cut rows and the encoders run at: sentence, "
         "document (windows of 256 subtokens of the split's documents; the first --sentences "
@@ -84,6 +88,25 @@ class BenchConfig:
         for name in ("sentences", "repeats"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name} {getattr(self, name)}; expected 1 or more")
+        InferenceConfig.check("device", self.device)
+        self.resolved_device()  # a device this machine lacks fails before anything runs
+
+    def resolved_device(self) -> str:
+        """The device the rows run on (``cuda:0``, ``cpu``), checked against this machine;
+        ``auto`` is the CPU when an ONNX row is asked, so every row and ceiling of a run are
+        on one device."""
+        from seqrep.errors import ConfigError
+        from seqrep.model.device import resolve_device
+
+        onnx = [p for p in self.precisions if _onnx(p)]
+        if onnx and self.device.lower() == "auto":
+            return "cpu"
+        device = resolve_device(self.device)
+        if onnx and device.type != "cpu":
+            raise ConfigError(f"--device {self.device}: the --precision {onnx[0]} rows run on "
+                              f"ONNX Runtime, on the CPU only; use --device cpu, or measure "
+                              f"the ONNX rows in a run of their own")
+        return str(device)
 
 
 # What a row runs: a PyTorch autocast precision, or an ONNX runtime of seqrep.runtimes (its
@@ -118,9 +141,10 @@ def linear_shapes(model: nn.Module) -> list[tuple[int, int]]:
 
 
 def matmul_ceiling(model: str, tokens: int, threads: int | None,
-                   repeats: int = 20, precision: str = "fp32") -> dict[str, Any]:
-    """This machine's fp32 rate on the model's own matrix products: the fastest of its
-    Linear shapes on ``tokens`` rows (one full batch). Runs in a child process like the
+                   repeats: int = 20, precision: str = "fp32",
+                   device: str = "cpu") -> dict[str, Any]:
+    """The device's rate in ``precision`` on the model's own matrix products: the fastest of
+    its Linear shapes on ``tokens`` rows (one full batch). Runs in a child process like the
     measured passes, so both see the same threads."""
     from seqrep.model.labeler import SequenceLabeler
 
@@ -128,7 +152,8 @@ def matmul_ceiling(model: str, tokens: int, threads: int | None,
         torch.set_num_threads(threads)
     lab = SequenceLabeler.from_model(model, labels=["O"], finetune="frozen")
     # three significant digits: a tiny test shape on a loaded CPU must not round to 0
-    rates = {f"{tokens}x{k}x{n}": float(f"{matmul_gflops(tokens, k, n, repeats, precision):.3g}")
+    rates = {f"{tokens}x{k}x{n}":
+             float(f"{matmul_gflops(tokens, k, n, repeats, precision, device):.3g}")
              for k, n in linear_shapes(lab.backbone)}
     return {"gflops": max(rates.values()), "shapes": rates}
 
@@ -136,11 +161,13 @@ def matmul_ceiling(model: str, tokens: int, threads: int | None,
 def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[list[str]],
              batch_size: int, max_tokens: int | None, latency_sentences: int, mode: str,
              threads: int | None, repeats: int = 1, precision: str = "fp32",
-             exported: str | None = None, docs: list[Any] | None = None) -> dict[str, Any]:
+             exported: str | None = None, docs: list[Any] | None = None,
+             device: str = "cpu") -> dict[str, Any]:
     """One configuration, in a child process. ``mode``: cut, full_hidden_states or encoder.
     ONNX rows run the export in ``exported`` (made by :func:`_export`). ``docs`` (each
     sentence's document id) runs the labeler with document context; the latency is still
-    that of each sentence labeled alone."""
+    that of each sentence labeled alone. On CUDA the row adds the device's peak memory
+    (outputs come back on the CPU, so each timed pass ends when the device is done)."""
     import resource
 
     from seqrep.model.labeler import SequenceLabeler
@@ -151,7 +178,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     context = "document" if docs is not None else "sentence"
     lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
                                      exit_layer=cut, finetune="frozen", context=context).eval()
-    lab.place("cpu", _ceiling_precision(precision))
+    lab.place(device, _ceiling_precision(precision))
     # padding of the very batches the timed pass runs
     masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, max_tokens,
                                                                docs=docs)]
@@ -197,6 +224,8 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
             "flops_per_sentence": int(flops / len(words)),
             "gflops_per_second": round(flops / seconds / 1e9, 2),
             "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            **({"peak_device_memory_mb": round(torch.cuda.max_memory_allocated(device) / 2**20,
+                                               1)} if device.startswith("cuda") else {}),
             "checksum": float(sum(s.double().abs().sum() for s in states))}
 
 
@@ -243,8 +272,11 @@ def _authors_way(lab: Any, words: list[list[str]], bs: int, max_tokens: int | No
 
 
 def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
-    """Measure every configuration of ``cfg``; returns rows, the ceiling and speed-ups."""
+    """Measure every configuration of ``cfg`` on its device; returns rows, the ceilings and
+    speed-ups."""
     from seqrep.data import load_corpus
+
+    device = cfg.resolved_device()
 
     sents = [s for s in load_corpus(cfg.dataset, cfg.split).sentences if len(s)][: cfg.sentences]
     words = [list(s.words) for s in sents]
@@ -263,8 +295,9 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
             ceilings[precision] = pool.submit(
                 matmul_ceiling, cfg.model, cfg.max_tokens or cfg.batch_size * 32, cfg.threads,
-                20, precision).result()
-        echo(f"{precision} matmul ceiling: {ceilings[precision]['gflops']} GFLOP/s (fastest "
+                20, precision, device).result()
+        echo(f"{precision} matmul ceiling on {device}: {ceilings[precision]['gflops']} GFLOP/s "
+             f"(fastest "
              f"of {ceilings[precision]['shapes']})")
     rows = []
     scratch = tempfile.TemporaryDirectory(prefix="seqrep-bench-")  # the ONNX exports
@@ -280,7 +313,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
             row = pool.submit(_measure, model, r, layer, words, cfg.batch_size, cfg.max_tokens,
                               cfg.latency_sentences, mode, cfg.threads, cfg.repeats,
                               precision, exported,
-                              docs if context == "document" else None).result()
+                              docs if context == "document" else None, device).result()
         rows.append(row)
         echo(f"{mode:>18} {precision} {context} {model} r={r} L={layer}: "
              f"{row['sentences_per_second']} "
@@ -290,7 +323,8 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
         row["share_of_ceiling"] = round(
             row["gflops_per_second"] / ceilings[_ceiling_precision(row["precision"])]["gflops"],
             3)
-    return {"kind": "bench", "config": asdict(cfg), "matmul_gflops": ceilings["fp32"]["gflops"],
+    return {"kind": "bench", "config": asdict(cfg), "device": device,
+            "matmul_gflops": ceilings["fp32"]["gflops"],
             "matmul_shapes": ceilings["fp32"]["shapes"],
             "ceilings": {p: c["gflops"] for p, c in ceilings.items()}, "rows": rows,
             "speedups": speedups(rows), "precision_speedups": precision_speedups(rows),
