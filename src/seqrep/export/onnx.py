@@ -87,7 +87,8 @@ class _Graph:
                 lab = self.lab
                 with lab.unmasker.active(attention_mask):
                     out = lab.backbone(input_ids=input_ids, attention_mask=attention_mask,
-                                       position_ids=position_ids, use_cache=False)
+                                       position_ids=lab.model_positions(position_ids),
+                                       use_cache=False)
                 hidden = out.last_hidden_state
                 # SequenceLabeler.pool, with the word count read from a tensor's shape
                 picked = hidden[read_batch, read_pos].float() * read_weight[:, None]

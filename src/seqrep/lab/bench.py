@@ -262,7 +262,8 @@ def _authors_way(lab: Any, words: list[list[str]], bs: int, max_tokens: int | No
 
     def fn(batch: Any) -> torch.Tensor:
         out = lab.backbone(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                           position_ids=batch.position_ids, use_cache=False,
+                           position_ids=lab.model_positions(batch.position_ids),
+                           use_cache=False,
                            output_hidden_states=True)
         h = out.hidden_states[layer]
         h = h if layer == n else norm(h)  # the last entry is already normed

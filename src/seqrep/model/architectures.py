@@ -7,6 +7,12 @@ a model type it does not hold, or an entry that does not fit the loaded model, f
 the heuristics (the shallowest ModuleList with one entry per layer, the usual norm names, the
 usual projection names). ``--lora-targets`` overrides the table's LoRA targets.
 
+Where a model numbers its first token (:func:`first_position`) has its own table,
+:data:`FIRST_POSITION`: BERT and the decoders count from 0, RoBERTa-type encoders (RoBERTa,
+XLM-R, CamemBERT, MPNet, ...) from their position embedding's ``padding_idx + 1`` (2), as
+transformers' ``create_position_ids_from_input_ids`` does; a model type the table does not
+hold is recognised by that embedding. ``FIRST_POSITION["my_arch"] = 2`` fixes it per type.
+
 Add or replace an entry for a new architecture with :func:`register_architecture`::
 
     register_architecture("my_arch", Architecture("decoder.blocks", "ln_out", ("wq", "wv")))
@@ -46,6 +52,33 @@ ARCHITECTURES: dict[str, Architecture] = {
     for name in ("llama", "mistral", "qwen2", "qwen3", "gemma3_text")
 }
 ARCHITECTURES["bert"] = Architecture("encoder.layer", None, ("key", "query", "value"))
+
+
+#: First position id per ``config.model_type``, where the model's own embedding is not asked.
+FIRST_POSITION: dict[str, int] = {
+    name: 0 for name in ("llama", "mistral", "qwen2", "qwen3", "gemma3_text", "bert")}
+
+
+def first_position(model: nn.Module) -> int:
+    """The position id of a row's first token: :data:`FIRST_POSITION`'s for the model type,
+    else ``padding_idx + 1`` for an encoder whose position embedding skips its padding index
+    and whose transformers code numbers positions after it (``create_position_ids_from_
+    input_ids``: RoBERTa, MPNet and their kin), else 0."""
+    import sys
+
+    model_type = getattr(getattr(model, "config", None), "model_type", None) or ""
+    if model_type in FIRST_POSITION:
+        return FIRST_POSITION[model_type]
+    for base in _bases(model):
+        embeddings = getattr(base, "embeddings", None)
+        table = getattr(embeddings, "position_embeddings", None)
+        if not isinstance(table, nn.Embedding) or table.padding_idx is None:
+            continue
+        code = sys.modules.get(type(embeddings).__module__)
+        if hasattr(embeddings, "create_position_ids_from_input_ids") or \
+                hasattr(code, "create_position_ids_from_input_ids"):
+            return int(table.padding_idx) + 1
+    return 0
 
 
 def register_architecture(model_type: str, architecture: Architecture) -> None:

@@ -18,7 +18,12 @@ import torch
 from torch import nn
 
 from seqrep.errors import ModelError
-from seqrep.model.architectures import UNKNOWN, table_final_norm, table_layer_stack
+from seqrep.model.architectures import (
+    UNKNOWN,
+    first_position,
+    table_final_norm,
+    table_layer_stack,
+)
 from seqrep.model.checks import (
     check_described_weights,
     check_files,
@@ -43,6 +48,9 @@ class BackboneInfo:
         num_layers: layers actually present (the exit layer).
         hidden_size: width of the states.
         pad_id: id put on padding.
+        first_position: the position id the model gives a row's first token (0; 2 for
+            RoBERTa-type encoders, see :func:`~seqrep.model.architectures.first_position`);
+            batches count from 0 and the labeler adds this before calling the model.
     """
 
     source: str
@@ -51,6 +59,7 @@ class BackboneInfo:
     num_layers: int
     hidden_size: int
     pad_id: int = 0
+    first_position: int = 0
 
 
 @dataclass
@@ -141,7 +150,7 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
     model.eval()
     is_encoder = config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES
     info = BackboneInfo(source, is_encoder, total, len(layer_stack(model)),
-                        int(model.config.hidden_size), pad_id)
+                        int(model.config.hidden_size), pad_id, first_position(model))
     return Backbone(model, tokenizer, info)
 
 

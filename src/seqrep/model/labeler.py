@@ -51,9 +51,11 @@ class SequenceLabeler(EncodesSentences, nn.Module):
         if info.is_encoder and config.unmask != "none":
             raise ConfigError(f"unmask={config.unmask!r} applies to decoders; {config.model} "
                               f"is an encoder and attends both ways already")
-        # the per-copy window is bounded by the model's positions (k copies must fit them);
+        # the per-copy window is bounded by the model's positions (k copies must fit them;
+        # RoBERTa-type tables hold the positions before the first token too: 514 = 2 + 512);
         # the cut is recorded in the config, so a saved or exported labeler windows alike
         limit = getattr(backbone.model.config, "max_position_embeddings", None)
+        limit = limit and limit - info.first_position
         spec = Encoder(self.tokenizer, config, info.pad_id).spec
         self.config = config = fit_positions(config, spec, limit)
         self.encoder = Encoder(self.tokenizer, config, info.pad_id)
@@ -148,8 +150,15 @@ class SequenceLabeler(EncodesSentences, nn.Module):
         with self._capture(capture, captured), self.unmasker.active(batch.attention_mask), \
                 self.placement.autocast():
             out = self.backbone(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                                position_ids=batch.position_ids, use_cache=False)
+                                position_ids=self.model_positions(batch.position_ids),
+                                use_cache=False)
         return out.last_hidden_state, captured
+
+    def model_positions(self, position_ids: torch.Tensor) -> torch.Tensor:
+        """A batch's 0-based ``position_ids`` numbered as the backbone numbers them (from 2
+        for RoBERTa-type encoders; unchanged, the same tensor, for BERT and decoders)."""
+        start = self.backbone_info.first_position
+        return position_ids + start if start else position_ids
 
     @contextlib.contextmanager
     def _capture(self, layers: Sequence[int], into: dict) -> Iterator[None]:

@@ -1,0 +1,169 @@
+"""Position numbering: the labeler's backbone states equal what the Hugging Face model computes
+for each row alone with its own default positions. RoBERTa-type encoders (RoBERTa, MPNet, ...)
+number positions from padding_idx + 1 (2), BERT and the decoders from 0; the expected states
+come from calling the transformers model directly on the unpadded ids, without position ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from support import SENTENCES, make_tiny
+
+from seqrep.model.labeler import SequenceLabeler
+from seqrep.predict import predict_tags
+
+LABELS = ["O", "B-PER", "I-PER"]
+# special tokens in RoBERTa's and all-mpnet-base-v2's order: <pad> is id 1, the padding_idx
+# both models number positions after (MPNet's is 1 whatever its config says)
+SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
+TEXT = [" ".join(s) for s in SENTENCES] + ["Obama visited Paris and Berlin last week ."]
+HIDDEN = dict(hidden_size=32, intermediate_size=64, num_attention_heads=4, num_hidden_layers=2)
+
+
+def _tokenizer(kind: str):
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
+    from transformers import PreTrainedTokenizerFast
+
+    if kind == "bpe":  # RoBERTa's byte-level BPE
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIALS,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    else:  # MPNet's WordPiece
+        tok = Tokenizer(models.WordPiece(unk_token="<unk>"))
+        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        trainer = trainers.WordPieceTrainer(vocab_size=300, special_tokens=SPECIALS)
+    tok.train_from_iterator(TEXT * 3, trainer)
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                                   cls_token="<s>", sep_token="</s>", pad_token="<pad>",
+                                   unk_token="<unk>")
+
+
+def make_roberta_like(root: Path, family: str, max_positions: int = 514) -> str:
+    """A tiny random RoBERTa or MPNet with a tokenizer whose <pad> is id 1."""
+    import transformers as tf
+
+    path = root / f"{family}-{max_positions}"
+    if (path / "config.json").exists():
+        return str(path)
+    tok = _tokenizer("bpe" if family == "roberta" else "wordpiece")
+    assert tok.pad_token_id == 1
+    cls = tf.RobertaConfig if family == "roberta" else tf.MPNetConfig
+    config = cls(vocab_size=len(tok), pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                 max_position_embeddings=max_positions, **HIDDEN)
+    torch.manual_seed(0)
+    tf.AutoModel.from_config(config).save_pretrained(path, safe_serialization=True)
+    tok.save_pretrained(path)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("positions")
+
+    def get(family: str, max_positions: int = 514) -> str:
+        if family in ("roberta", "mpnet"):
+            return make_roberta_like(root, family, max_positions)
+        return str(make_tiny(root, family, layers=2))
+    return get
+
+
+def _reference(path: str):
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(path, attn_implementation="eager").eval()
+
+
+def _assert_rows_match(lab: SequenceLabeler, reference, batch) -> None:
+    """Each row's states at its real tokens equal the reference model's on that row alone."""
+    with torch.no_grad():
+        got, _ = lab.hidden(batch)
+        for b in range(batch.input_ids.shape[0]):
+            real = batch.attention_mask[b].bool()
+            ids = batch.input_ids[b][real][None]
+            want = reference(input_ids=ids).last_hidden_state[0]  # its own default positions
+            diff = (got[b][real] - want).abs().max().item()
+            assert diff < 1e-4, f"row {b}: states differ by {diff:.3g}"
+
+
+@pytest.mark.parametrize("family", ["roberta", "mpnet", "bert", "llama"])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_states_match_the_models_own_positions(folder, family: str, side: str) -> None:
+    path = folder(family)
+    lab = SequenceLabeler.from_model(path, LABELS, repetitions=1, padding_side=side,
+                                     attn_implementation="eager").eval()
+    batch = lab.encoder.collate(lab.encoder.items(SENTENCES[:3]))
+    lengths = batch.attention_mask.sum(1).tolist()
+    assert len(set(lengths)) == 3  # rows of different lengths: padding in the batch
+    _assert_rows_match(lab, _reference(path), batch)
+
+
+@pytest.mark.parametrize("family", ["roberta", "mpnet"])
+@pytest.mark.parametrize("context", ["sentence", "document"])
+def test_rows_at_the_position_limit(folder, family: str, context: str) -> None:
+    """RoBERTa-type max_position_embeddings counts the 2 positions before the first token
+    (514 = 512 + 2): with 34 positions a row holds at most 32 tokens, and the longest row,
+    at that limit, still matches the model's own computation."""
+    path = folder(family, max_positions=34)
+    lab = SequenceLabeler.from_model(path, LABELS, repetitions=1, context=context,
+                                     attn_implementation="eager").eval()
+    long = [["Obama", "visited", "Paris", "."] * 10, ["Peter", "Blackburn", "said", "."] * 3]
+    docs = ["d", "d"] if context == "document" else None
+    items = lab.encoder.items(long, docs=docs)
+    lengths = [len(it.segment) for it in items]
+    assert max(lengths) == 32, lengths  # <s>, 2 copies of 15 subtokens, </s>
+    rows = [it for it in items if len(it.segment) == 32][:2]
+    _assert_rows_match(lab, _reference(path), lab.encoder.collate(rows))
+    # and the whole text labels without an index error
+    tags = predict_tags(lab, long, docs=docs)
+    assert [len(t) for t, _ in tags] == [len(s) for s in long]
+
+
+def test_first_position_by_table_and_by_embedding(monkeypatch: pytest.MonkeyPatch) -> None:
+    import transformers as tf
+    from torch import nn
+
+    from seqrep.model.architectures import FIRST_POSITION, first_position
+
+    def build(config) -> nn.Module:  # noqa: ANN001
+        return tf.AutoModel.from_config(config)
+
+    small = dict(vocab_size=50, hidden_size=8, intermediate_size=16, num_attention_heads=2,
+                 num_hidden_layers=1)
+    roberta = build(tf.RobertaConfig(pad_token_id=1, **small))
+    # transformers numbers RoBERTa's positions from its pad id + 1, and XLM-R (not in the
+    # table) alike; MPNet's padding_idx is 1 whatever the config's pad id
+    assert first_position(roberta) == 2
+    assert first_position(build(tf.RobertaConfig(pad_token_id=0, **small))) == 1
+    assert first_position(build(tf.XLMRobertaConfig(pad_token_id=1, **small))) == 2
+    assert first_position(build(tf.MPNetConfig(pad_token_id=0, **small))) == 2
+    assert first_position(build(tf.BertConfig(pad_token_id=0, **small))) == 0
+    assert first_position(build(tf.LlamaConfig(num_key_value_heads=2, **small))) == 0
+    monkeypatch.setitem(FIRST_POSITION, "roberta", 0)  # a user's override wins
+    assert first_position(roberta) == 0
+
+    class Embeddings(nn.Module):  # padding_idx on positions, but no fairseq numbering code
+        def __init__(self) -> None:
+            super().__init__()
+            self.position_embeddings = nn.Embedding(8, 4, padding_idx=0)
+
+    class Model(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embeddings = Embeddings()
+
+    assert first_position(Model()) == 0
