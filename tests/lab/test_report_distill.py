@@ -13,7 +13,7 @@ TEACHER = "/runs/issue25/teacher"
 
 
 def run_folder(root: Path, name: str, model: str, r: int, exit_layer: int | None, f1: float,
-               unmask: str = "none", teacher: str | None = None) -> Path:
+               unmask: str = "none", teacher: str | None = None, unlabeled: int = 0) -> Path:
     folder = root / name
     folder.mkdir()
     labeler = {"model": f"/m/{model}", "repetitions": r, "unmask": unmask,
@@ -21,10 +21,13 @@ def run_folder(root: Path, name: str, model: str, r: int, exit_layer: int | None
     run = {"labeler": labeler, "train": {"dataset": "/d/conll2003", "epochs": 1, "seed": 1,
                                          "lr": 5e-5}}
     if teacher:
-        run["distill"] = {"teacher": teacher, "temperature": 1.0, "gold_weight": 0.0}
+        run["distill"] = {"teacher": teacher, "temperature": 1.0, "gold_weight": 0.0,
+                          "unlabeled": "/d/more.txt" if unlabeled else None,
+                          "unlabeled_sentences": unlabeled}
     (folder / "run.json").write_text(json.dumps(run))
+    # a student's training sentences count the unlabeled ones it trained on too
     (folder / "metrics.json").write_text(json.dumps(
-        {"status": "finished", "validation": {"f1": f1 + 0.01}, "train_sentences": 100,
+        {"status": "finished", "validation": {"f1": f1 + 0.01}, "train_sentences": 100 + unlabeled,
          "test": {"f1": f1, "sentences": 50}}))
     return folder
 
@@ -78,3 +81,19 @@ def test_students_are_marked_in_the_table_and_on_the_frontier(tmp_path: Path) ->
     assert len(lines_with(frontier, "| gemma |", marked, "unmask full", "| 88.00 |",
                           "30.0")) == 1
     assert len(lines_with(frontier, "| gemma |", "unmask full", "| 80.00 |", "30.0")) == 1
+
+
+def test_a_student_with_unlabeled_text_keeps_its_gold_budget(tmp_path: Path) -> None:
+    """Trained on 100 gold and 40 unlabeled sentences, a student stands in the budget of 100
+    gold sentences beside its plain twin and the teacher (so the Pareto marks compare them),
+    its extra text named in its mode."""
+    runs = [run_folder(tmp_path, "teacher", "gemma", 1, 11, 0.91),
+            run_folder(tmp_path, "minilm-plain", "minilm", 0, None, 0.85),
+            run_folder(tmp_path, "minilm-more", "minilm", 0, None, 0.84, teacher=TEACHER,
+                       unlabeled=40)]
+    md = report(runs, tmp_path / "report", bench_file(tmp_path / "bench.json")).read_text()
+    frontier = md.split("### Accuracy against speed")[1]
+    (student,) = lines_with(frontier, "distilled from teacher, +40 unlabeled")
+    cells = [c.strip() for c in student.strip("|").split("|")]
+    assert cells[1:3] == ["100", "50"] and cells[-1] == ""  # the plain twin beats it
+    assert lines_with(frontier, "| full |", "| 85.00 |", "| yes |")

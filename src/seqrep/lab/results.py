@@ -216,7 +216,8 @@ def run_record(folder: str | Path) -> dict[str, Any]:
         config["labeler"]["exit_layer"] = "auto"
     if isinstance(run.get("distill"), dict):  # a seqrep distill student: never pooled with
         config["distill"] = {k: run["distill"].get(k)  # plainly trained runs
-                             for k in ("teacher", "temperature", "gold_weight", "unlabeled")}
+                             for k in ("teacher", "temperature", "gold_weight", "unlabeled",
+                                       "unlabeled_sentences")}
     record = {"run_id": config_hash(config), "name": folder.name, "config": config,
               "metrics": metrics, "source": str(folder)}
     problem = record_problem(record)

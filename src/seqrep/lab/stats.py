@@ -66,19 +66,37 @@ def strategy(record: dict[str, Any]) -> dict[str, Any]:
             "context_tokens": lab.get("context_tokens", 256) if document else None,
             "context_separator": lab.get("context_separator", "\n") if document else None,
             "lr": None if probe else tr.get("lr"),
-            "train_sentences": record["metrics"].get("train_sentences"),
+            "train_sentences": _gold_sentences(record),
             "test_sentences": (record["metrics"].get("test") or {}).get("sentences"),
             "epochs": None if probe else tr["epochs"]}
+
+
+def _unlabeled(distill: Any) -> int:
+    """The unlabeled sentences a distilled student trained on beside the gold ones (0 for
+    any other run)."""
+    n = distill.get("unlabeled_sentences") if isinstance(distill, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+
+
+def _gold_sentences(record: dict[str, Any]) -> Any:
+    """A run's budget of gold training sentences: a distilled student's training sentences
+    less the unlabeled ones its teacher labeled (its mode names those)."""
+    n = record["metrics"].get("train_sentences")
+    extra = _unlabeled(record["config"].get("distill"))
+    return n - extra if isinstance(n, int) and extra else n
 
 
 def _finetune(lab: dict[str, Any], distill: Any = None) -> str:
     """The fine-tuning cell: ``full``, ``lora``, ``frozen``, or ``full, 10 frozen`` when the
     lowest layers were frozen (``frozen_layers``), so such a run never reads as plain ``full``;
-    a distilled student adds ``distilled from RUN`` (its teacher's run folder)."""
+    a distilled student adds ``distilled from RUN`` (its teacher's run folder) and the
+    unlabeled sentences it trained on (``+N unlabeled``)."""
     n = lab.get("frozen_layers") or 0
     cell = f"{lab['finetune']}, {n} frozen" if n else lab["finetune"]
     if isinstance(distill, dict) and isinstance(distill.get("teacher"), str):
         cell += f", distilled from {Path(distill['teacher']).name}"
+        if _unlabeled(distill):
+            cell += f", +{_unlabeled(distill)} unlabeled"
     return cell
 
 
