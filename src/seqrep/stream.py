@@ -13,8 +13,8 @@ prediction record) or with ``overwrite``; the input itself never is (:func:`chec
 Input is read by :mod:`seqrep.inputs` (one text per line, or JSONL records). With a labeler of
 document context, a chunk never ends inside a document (consecutive lines with one
 ``doc_id``: a chunk goes on until it is whole, so memory holds at least the longest
-document), and a partial output that ends inside one
-resumes from the document's first line, so every document is labeled whole, in one call.
+document), and a partial output that ends inside one resumes from the document's first
+line, so every document is labeled whole, in one call.
 """
 
 from __future__ import annotations
