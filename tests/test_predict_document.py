@@ -16,6 +16,7 @@ from support import cli
 from seqrep.data.tags import spans_to_tags, strict_spans
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.predict import predict_tags, predict_text, split_text
+from seqrep.serve.local import free_port
 from seqrep.stream import predict_file
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
@@ -187,10 +188,11 @@ def test_two_processes_never_split_a_document(folder, lab, tmp_path: Path) -> No
     script.write_text(SHARDED, encoding="utf-8")
     out = tmp_path / "out.jsonl"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", "29533",
+    port = str(free_port())
+    proc = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", port,
                            str(script), str(folder), str(src), str(out)],
                           capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.returncode == 0, proc.stderr[-4000:]
     assert record_tags(_records(out)) == _expected(lab) * 2
 
 
@@ -224,7 +226,7 @@ def test_two_process_evaluation_predicts_as_one_process(folder, tmp_path: Path) 
             "--device", "cpu"]
     one = subprocess.run([sys.executable, *args, "--predictions", str(tmp_path / "one.txt")],
                          capture_output=True, text=True, env=env, timeout=300)
-    two = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", "29534",
+    two = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", str(free_port()),
                           *args, "--predictions", str(tmp_path / "two.txt")],
                          capture_output=True, text=True, env=env, timeout=300)
     assert one.returncode == 0 and two.returncode == 0, two.stderr[-2000:]

@@ -68,7 +68,8 @@ def predict(
     capital letter, digit or opening quote (not after common abbreviations such as Dr. or
     e.g.), and words are split by seqrep's tokenizer (punctuation split off, English clitics
     split as in CoNLL, numbers, U.S.-style abbreviations, URLs, e-mail addresses, @mentions and
-    #hashtags kept whole).
+    #hashtags kept whole). A labeler trained with --context document labels each text as one
+    document, and consecutive .jsonl lines with the same "doc_id" as one.
     """
     from seqrep.errors import ConfigError
     from seqrep.export import load_labeler

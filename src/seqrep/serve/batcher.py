@@ -103,8 +103,8 @@ class _Cached:
     sentence, or with ``docs`` (document context) per document; each entry is keyed by the
     tuple of its sentences."""
 
-    def __init__(self, labeler: Labeler, owner: Batcher) -> None:
-        self._labeler, self._cache, self._owner = labeler, {}, owner
+    def __init__(self, labeler: Labeler, cache: dict, owner: Batcher) -> None:
+        self._labeler, self._cache, self._owner = labeler, cache, owner
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._labeler, name)
@@ -359,7 +359,7 @@ class Batcher:
             [list(s) for d in job.documents for s in d], docs=docs)]
 
     def _label(self, batch: list[Job], rows: list[int]) -> None:
-        cached = _Cached(self.labeler, self)
+        cached = _Cached(self.labeler, {}, self)
         whole = _documentwise(self.labeler)  # then each text is a document
         keys = [k for job in batch
                 for k in (job.documents if whole else [(s,) for s in job.sentences]) if k]
