@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from support import cli
 
 from seqrep.errors import ModelError
 from seqrep.model.labeler import SequenceLabeler
@@ -44,19 +43,22 @@ def poison(folder: Path, marker: Path) -> None:
     (folder / "backbone" / "configuration_evil.py").write_text(PAYLOAD.format(marker=str(marker)))
 
 
-def test_remote_code_never_runs_because_a_folder_says_so(saved: Path, tmp_path: Path) -> None:
+def test_remote_code_never_runs_because_a_folder_says_so(saved: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
     marker = tmp_path / "pwned"
     poison(saved, marker)
     with pytest.raises(ModelError, match="--trust-remote-code"):
         SequenceLabeler.from_pretrained(saved)
     assert not marker.exists()
     words = "Obama visited Paris"
+    # the commands in this process (the console script's entry point): an exception other
+    # than the exit would fail the test with its traceback, and the payload, imported here,
+    # would write the marker just as in a child process
     for args in (["predict", str(saved), words],
                  ["evaluate", str(saved), "--dataset", str(tmp_path / "none.txt")]):
-        proc = subprocess.run([sys.executable, "-m", "seqrep", *args], capture_output=True,
-                              text=True, timeout=120)
-        assert proc.returncode == 2, proc.stderr
-        assert "Traceback" not in proc.stderr
+        code, _, err = cli(capsys, *args)
+        assert code == 2, err
+        assert "Traceback" not in err and err.startswith("error: ")
         assert not marker.exists()
 
 
