@@ -201,3 +201,25 @@ def test_the_json_summary_carries_the_figures() -> None:
     assert line == ("teacher: 10 sentences labeled in 4.0 s (2.5 sentences/s); the "
                     "distillation took 9.5 s in this session (12.25 s of labeling, training "
                     "and evaluation)")
+
+
+def test_jsonl_lines_sharing_a_doc_id_are_one_unlabeled_document(
+        tiny, doc_teacher, doc_data, tmp_path: Path) -> None:
+    """As ``seqrep predict`` reads them: consecutive JSONL lines with one ``doc_id`` are one
+    document; a line without one is a document of its own."""
+    more = tmp_path / "more.jsonl"
+    more.write_text('{"words": ["Obama", "left", "Paris"], "doc_id": "a"}\n'
+                    '{"text": "Maria reached Tokyo.", "doc_id": "a"}\n'
+                    '{"words": ["Peter", "visited", "Berlin"]}\n', encoding="utf-8")
+    out = tmp_path / "student"
+    distill(doc_teacher, student(tiny), fit(doc_data), out, unlabeled=more, quiet=True)
+    teacher = SequenceLabeler.from_pretrained(doc_teacher)
+    extra = [[["Obama", "left", "Paris"], ["Maria", "reached", "Tokyo", "."]],
+             [["Peter", "visited", "Berlin"]]]
+    want = torch.cat([torch.log_softmax(x, -1) for d in extra
+                      for x in teacher.word_logits(d, docs=["d"] * len(d))])
+    got = cached(out)[-want.shape[0]:]
+    assert torch.allclose(got, want, atol=1e-5)
+    # read apart, the first document's sentences would be labeled otherwise
+    apart = torch.cat([torch.log_softmax(x, -1) for x in teacher.word_logits(extra[0])])
+    assert not torch.allclose(got[:apart.shape[0]], apart, atol=1e-3)

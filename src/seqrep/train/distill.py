@@ -12,7 +12,8 @@ Document context. A teacher with ``context="document"`` labels each training sen
 its document (the sentences' document ids, as ``seqrep train`` reads them), so its
 distributions are those it gives when it reads the whole document; the unlabeled text's
 documents are its lines (a raw-text line, or a ``.jsonl`` record, is one document, split into
-sentences by seqrep's rules), as ``seqrep predict`` reads a line as one text. The student, of
+sentences by seqrep's rules; consecutive records with one ``"doc_id"`` are one), as
+``seqrep predict`` reads them. The student, of
 either context, trains on these per-word distributions; one with document context reads the
 same documents. A sentence-context teacher labels each distinct sentence once.
 
@@ -180,9 +181,11 @@ def read_unlabeled(path: Path) -> list[tuple[tuple[str, ...], str]]:
     """The sentences of an unlabeled file, each with its document id: raw text one per line,
     split into sentences and words by seqrep's rules, or ``.jsonl`` records with ``"text"``
     or ``"words"`` (as ``seqrep predict --input`` reads them). A line (record) is one
-    document: its sentences share the id ``unlabeled:LINE``."""
+    document, its sentences sharing the id ``unlabeled:LINE``, except that consecutive
+    records with one ``"doc_id"`` are one document (``unlabeled-doc:DOC_ID``), as predict
+    reads them."""
+    from seqrep.inputs import read_records
     from seqrep.predict import split_text
-    from seqrep.stream import read_items
 
     path = Path(path)
     if not path.is_file():
@@ -193,9 +196,9 @@ def read_unlabeled(path: Path) -> list[tuple[tuple[str, ...], str]]:
         raise DataError(path, "--unlabeled: a binary file; expected UTF-8 text, one text per "
                               "line")
     out = []
-    for n, text, pre in read_items(path):
-        out += [(tuple(text[s:e] for s, e in words), f"unlabeled:{n}")
-                for _, words in split_text(text, pre)]
+    for n, text, pre, doc in read_records(path):
+        key = f"unlabeled:{n}" if doc is None else f"unlabeled-doc:{doc}"
+        out += [(tuple(text[s:e] for s, e in words), key) for _, words in split_text(text, pre)]
     if not out:
         raise DataError(path, "--unlabeled: empty (no words); expected UTF-8 text, one text "
                               "per line")
