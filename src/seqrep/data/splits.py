@@ -10,13 +10,27 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from seqrep.data.types import Corpus, Sentence
 from seqrep.errors import ConfigError, DataError
 
-if TYPE_CHECKING:
-    from seqrep.config import TrainConfig
+
+class SplitsConfig(Protocol):
+    """What :func:`load_data` reads of a :class:`~seqrep.config.TrainConfig` (named
+    structurally: the config sits above this package, whose tag schemes its task table
+    uses)."""
+
+    dataset: str
+    format: str | None
+    train_split: str
+    eval_split: str
+    test_split: str | None
+    max_train_sentences: int | None
+    max_eval_sentences: int | None
+    max_test_sentences: int | None
+    subset_seed: int
+    subset_unit: str
 
 
 @dataclass
@@ -39,7 +53,7 @@ def _check_split(value: str, option: str) -> None:
                       f"{', '.join(SPLIT_ALIASES)}) nor an existing file")
 
 
-def load_data(cfg: TrainConfig, reader_options: dict[str, Any] | None = None) -> TrainData:
+def load_data(cfg: SplitsConfig, reader_options: dict[str, Any] | None = None) -> TrainData:
     """Read the configured splits, subsampled with ``subset_seed`` if asked.
 
     A split setting may also be a path to a file of its own. When ``dataset`` is a single

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from seqrep.config import BATCH_TOKENS as MAX_TOKENS  # noqa: F401 - tokens per batch
+from seqrep.encode import BATCH_TOKENS as MAX_TOKENS  # noqa: F401 - tokens per batch
 from seqrep.encode.repeat import Segment
 
 

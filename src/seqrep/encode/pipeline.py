@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
 import torch
 
@@ -29,9 +29,28 @@ from seqrep.encode.document import documents, encode_document
 from seqrep.encode.repeat import RepeatSpec, Segment, encode_sentence
 from seqrep.errors import ConfigError
 
-if TYPE_CHECKING:
-    from seqrep.config import LabelerConfig
 
+class EncodeConfig(Protocol):
+    """What the encoder reads of a :class:`~seqrep.model.labeler_config.LabelerConfig` (named
+    structurally: the labeler config lives in the model package, above this one)."""
+
+    model: str
+    labels: list[str]
+    repetitions: int
+    subtoken: str
+    read: str
+    separator: str
+    bos: str
+    max_subtokens: int
+    context: str
+    context_tokens: int
+    context_separator: str
+    padding_side: str
+
+    def replace(self, **changes: Any) -> Any: ...
+
+
+C = TypeVar("C", bound=EncodeConfig)
 
 @dataclass(frozen=True)
 class Item:
@@ -59,7 +78,7 @@ class Item:
         return sum(w == 0 for _, w in self.targets())
 
 
-def repeat_spec(tokenizer: Any, words: WordTokenizer, config: LabelerConfig) -> RepeatSpec:
+def repeat_spec(tokenizer: Any, words: WordTokenizer, config: EncodeConfig) -> RepeatSpec:
     """The repetition layout a labeler config asks for, in this tokenizer's ids."""
     prefix, suffix = list(words.prefix), list(words.suffix)
     if config.bos == "no":
@@ -72,7 +91,7 @@ def repeat_spec(tokenizer: Any, words: WordTokenizer, config: LabelerConfig) -> 
                       config.subtoken, config.read, config.max_subtokens)
 
 
-def separator_ids(tokenizer: Any, value: str, config: LabelerConfig,
+def separator_ids(tokenizer: Any, value: str, config: EncodeConfig,
                   name: str = "separator") -> list[int]:
     """The ids of a separator setting: ``none`` (no ids), ``bos`` or a literal string (its
     ids without special tokens; a string the tokenizer reads as nothing gives none)."""
@@ -85,7 +104,7 @@ def separator_ids(tokenizer: Any, value: str, config: LabelerConfig,
     return list(tokenizer(value, add_special_tokens=False)["input_ids"])
 
 
-def context_separator_ids(tokenizer: Any, config: LabelerConfig) -> list[int]:
+def context_separator_ids(tokenizer: Any, config: EncodeConfig) -> list[int]:
     """The ids put between the sentences of a document window. A literal separator the
     tokenizer reads as nothing (the default newline, for BERT's WordPiece, which drops
     whitespace) becomes the tokenizer's own separator token ([SEP]), so an encoder still
@@ -97,8 +116,7 @@ def context_separator_ids(tokenizer: Any, config: LabelerConfig) -> list[int]:
     return ids
 
 
-def fit_positions(config: LabelerConfig, spec: RepeatSpec, max_positions: int | None
-                  ) -> LabelerConfig:
+def fit_positions(config: C, spec: RepeatSpec, max_positions: int | None) -> C:
     """``config`` with its per-copy window (``max_subtokens``) cut so that ``k`` copies, the
     separators and the special tokens fit the model's ``max_positions`` (unchanged when they
     fit already, or when the model states no limit).
@@ -133,7 +151,7 @@ class Encoder:
     Safe to call from several threads (the word cache is guarded by a lock).
     """
 
-    def __init__(self, tokenizer: Any, config: LabelerConfig, pad_id: int) -> None:
+    def __init__(self, tokenizer: Any, config: EncodeConfig, pad_id: int) -> None:
         self.words = WordTokenizer(tokenizer)
         self.spec = repeat_spec(tokenizer, self.words, config)
         # a word longer than a copy's window is cut to it, so no window outgrows the window

@@ -31,31 +31,51 @@ import logging
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from safetensors.torch import load_file, save_file
 
 import seqrep
-from seqrep.config import LabelerConfig
 from seqrep.errors import ConfigError, ModelError, first_line
 from seqrep.fileio import atomic_dir, write_json
 from seqrep.model.backbone import (
     SAFETENSORS_NAMES,
+    Backbone,
+    BackboneInfo,
     load_backbone,
     quiet_transformers,
     require_weights,
 )
 from seqrep.model.device import qlora_device
+from seqrep.model.labeler_config import LabelerConfig
 from seqrep.model.tuning import MODES, REBUILT, qlora_problem
 
 if TYPE_CHECKING:
     import torch
 
-    from seqrep.labeler_protocol import SavedLabeler
+
+class SavedLabeler(Protocol):
+    """A labeler as this module saves and rebuilds it: the
+    :class:`~seqrep.model.labeler.SequenceLabeler`, named structurally (it calls this
+    module)."""
+
+    config: LabelerConfig
+    backbone_info: BackboneInfo
+    backbone: Any  # the (possibly adapted) transformers model
+    tokenizer: Any
+    head: torch.nn.Module
+
+    def __init__(self, config: LabelerConfig, backbone: Backbone) -> None: ...
+
+    @staticmethod
+    def _load_backbone(config: LabelerConfig, source: str | None = None, cut: bool = True,
+                       tokenizer: str | None = None) -> Backbone: ...
+
+    def eval(self) -> Any: ...
 
 
 # the labeler class load_labeler rebuilds (SequenceLabeler, which calls it: no import back)
-L = TypeVar("L", bound="SavedLabeler")
+L = TypeVar("L", bound=SavedLabeler)
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 # the JSON files of a labeler folder are a few kB (a config with 2,048 labels: about 60 kB)
 MAX_JSON_BYTES = 1 << 22

@@ -22,13 +22,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqrep.config import LabelerConfig
 from seqrep.encode.batch import MAX_TOKENS, Batch
 from seqrep.encode.pipeline import Encoder, EncodesSentences, fit_positions, per_sentence
 from seqrep.errors import ConfigError
 from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone
 from seqrep.model.device import Placement
 from seqrep.model.head import TokenHead
+from seqrep.model.labeler_config import LabelerConfig
 from seqrep.model.masks import Unmasker, unmasked_layers
 from seqrep.model.tuning import MODES
 
@@ -90,7 +90,7 @@ class SequenceLabeler(EncodesSentences, nn.Module):
             model: packaged alias (``smollm2-135m``, ``gemma3-270m``, ``minilm-l6``), local
                 folder or hub id.
             labels: the IOB2 tags, ``O`` first.
-            **options: any :class:`~seqrep.config.LabelerConfig` field (``repetitions``,
+            **options: any :class:`LabelerConfig` field (``repetitions``,
                 ``unmask``, ``exit_layer``, ``finetune`` ...), and ``device`` /
                 ``precision`` (see :meth:`place`; default the CPU in fp32).
         """

@@ -39,14 +39,14 @@ def middle_layers(n: int) -> list[int]:
 
 def unmasked_layers(unmask: str | Sequence[int], n: int, depth: int | None = None
                     ) -> list[int]:
-    """Resolve an ``unmask`` setting (see :func:`seqrep.config.parse_unmask`) to sorted layer
-    indices of an ``n``-layer stack.
+    """Resolve an ``unmask`` setting (see :func:`seqrep.model.labeler_config.parse_unmask`) to
+    sorted layer indices of an ``n``-layer stack.
 
     ``middle`` is the middle of the model's own ``depth`` (its layers before any cut; default
     ``n``), kept where below ``n``: a model cut at an exit layer unmasks the layers the uncut
     model (and a probe of it) unmasks there, not the middle of what is left.
     """
-    from seqrep.config import parse_unmask
+    from seqrep.model.labeler_config import parse_unmask
 
     value = parse_unmask(unmask) if isinstance(unmask, str) else tuple(sorted(set(unmask)))
     if value == "none":

@@ -148,8 +148,9 @@ def quantization_config() -> Any:  # a transformers BitsAndBytesConfig
 
 
 class TuningConfig(Protocol):
-    """What a mode reads of a :class:`~seqrep.config.LabelerConfig` (named structurally: the
-    config module imports this one, to validate ``finetune`` against :data:`MODES`)."""
+    """What a mode reads of a :class:`~seqrep.model.labeler_config.LabelerConfig` (named
+    structurally: that module imports this one, to validate ``finetune`` against
+    :data:`MODES`)."""
 
     finetune: str
     lora_rank: int
