@@ -223,3 +223,25 @@ def test_jsonl_lines_sharing_a_doc_id_are_one_unlabeled_document(
     # read apart, the first document's sentences would be labeled otherwise
     apart = torch.cat([torch.log_softmax(x, -1) for x in teacher.word_logits(extra[0])])
     assert not torch.allclose(got[:apart.shape[0]], apart, atol=1e-3)
+
+
+def test_unlabeled_text_from_held_out_splits_is_noticed(tiny, doc_teacher, doc_data,
+                                                        tmp_path: Path, capsys) -> None:
+    """Validation sentences in --unlabeled (two of its four lines) are counted in one notice:
+    the teacher's labels on them would carry held-out text into training; one that the
+    training split holds too is not counted."""
+    dev = blocks_of(doc_data[1])[0]
+    train = [s for d in blocks_of(doc_data[0]) for s in d]
+    assert dev[0] in train and dev[1] not in train and dev[2] not in train
+    more = tmp_path / "more.jsonl"
+    more.write_text("".join(json.dumps({"words": w}) + "\n"
+                            for w in (dev[0], ["Peter", "left", "Rome"], dev[1], dev[2])),
+                    encoding="utf-8")
+    capsys.readouterr()
+    distill(doc_teacher, student(tiny), fit(doc_data), tmp_path / "student", unlabeled=more,
+            quiet=True)
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if "notice" in line] == [
+        "notice: 2 of the 4 --unlabeled sentences are in the validation or test split (and "
+        "not in the training split): the teacher's labels on them carry held-out text into "
+        "training"]

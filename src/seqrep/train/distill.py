@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,6 +268,7 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
         _check_fresh(output, overwrite, check_output)
     data = load_data(train_config, reader_options)
     check_labels(data.train, tcfg.labels, "the training split", task=tcfg.task)
+    _notice_held_out(extra, data)
     words = [tuple(s.words) for s in data.train] + [w for w, _ in extra]
     check_student_tokenizer(student, student_model, words)
     if not resume:
@@ -311,6 +313,19 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
                                                                              record))
         write_json(output / "metrics.json", metrics)
     return metrics
+
+
+def _notice_held_out(extra: list[tuple[tuple[str, ...], str]], data: Any) -> None:
+    """One notice when unlabeled sentences are validation or test sentences (that the
+    training split does not hold too): labeled by the teacher, they would carry held-out text
+    into training (issue 25: never the validation or test text)."""
+    train = {tuple(s.words) for s in data.train}
+    held = {tuple(s.words) for s in list(data.eval) + list(data.test)} - train
+    n = sum(w in held for w, _ in extra)
+    if n:
+        print(f"notice: {n} of the {len(extra)} --unlabeled sentences are in the validation or "
+              f"test split (and not in the training split): the teacher's labels on them "
+              f"carry held-out text into training", file=sys.stderr, flush=True)
 
 
 def _work_seconds(output: Path, metrics: dict[str, Any], record: dict[str, Any]) -> float:
