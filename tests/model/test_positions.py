@@ -167,3 +167,38 @@ def test_first_position_by_table_and_by_embedding(monkeypatch: pytest.MonkeyPatc
             self.embeddings = Embeddings()
 
     assert first_position(Model()) == 0
+
+
+def test_saved_folders_keep_the_numbering_they_were_trained_with(folder, tmp_path: Path
+                                                                  ) -> None:
+    """A labeler folder records its first position; one written before seqrep numbered
+    RoBERTa-type positions from 2 (no record) was trained on 0-based ones and keeps them."""
+    import json
+
+    from seqrep.errors import ModelError
+
+    path = folder("mpnet")
+    lab = SequenceLabeler.from_model(path, LABELS, repetitions=1, finetune="frozen").eval()
+    saved = lab.save_pretrained(tmp_path / "lab")
+    meta = json.loads((saved / "config.json").read_text())
+    assert meta["first_position"] == 2
+    batch = lab.encoder.collate(lab.encoder.items(SENTENCES[:3]))
+    reference = _reference(path)
+    _assert_rows_match(SequenceLabeler.from_pretrained(saved).eval(), reference, batch)
+
+    del meta["first_position"]  # as every folder written before the fix
+    (saved / "config.json").write_text(json.dumps(meta))
+    old = SequenceLabeler.from_pretrained(saved).eval()
+    assert old.backbone_info.first_position == 0
+    with torch.no_grad():
+        got, _ = old.hidden(batch)
+        want = reference(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                         position_ids=batch.position_ids).last_hidden_state  # 0-based
+    real = batch.attention_mask.bool()
+    assert (got[real] - want[real]).abs().max() < 1e-4
+
+    for bad in ("2", -1, 1 << 20, True):
+        meta["first_position"] = bad
+        (saved / "config.json").write_text(json.dumps(meta))
+        with pytest.raises(ModelError, match="first_position"):
+            SequenceLabeler.from_pretrained(saved)

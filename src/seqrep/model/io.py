@@ -10,7 +10,9 @@ backbone must fill the model exactly; and what its files ask for is bounded firs
 
 Layout::
 
-    DIR/config.json          LabelerConfig (labels included) + seqrep version
+    DIR/config.json          LabelerConfig (labels included) + seqrep version + the first
+                             position id the backbone was fed (none recorded: 0, as seqrep
+                             fed every model before it numbered RoBERTa-type ones from 2)
     DIR/head.safetensors     the linear head, fp32
     DIR/adapter/             LoRA adapter (finetune=lora or qlora), peft format
     DIR/backbone/            the cut backbone's weights (finetune=full)
@@ -26,6 +28,7 @@ it; a quantized (QLoRA) run goes on the 4-bit base where bitsandbytes can quanti
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import warnings
@@ -79,6 +82,8 @@ L = TypeVar("L", bound=SavedLabeler)
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 # the JSON files of a labeler folder are a few kB (a config with 2,048 labels: about 60 kB)
 MAX_JSON_BYTES = 1 << 22
+# a first position id past this is no model's (RoBERTa-type models start at padding_idx + 1)
+MAX_FIRST = 1 << 16
 
 
 def save_labeler(labeler: SavedLabeler, path: Path) -> Path:
@@ -86,6 +91,7 @@ def save_labeler(labeler: SavedLabeler, path: Path) -> Path:
     with atomic_dir(path) as tmp, quiet_transformers():
         write_json(tmp / "config.json", {"seqrep_version": seqrep.__version__,
                                          "total_layers": labeler.backbone_info.total_layers,
+                                         "first_position": labeler.backbone_info.first_position,
                                          "labeler": labeler.config.to_dict()})
         head = {k: v.detach().float().contiguous().cpu()
                 for k, v in labeler.head.state_dict().items()}
@@ -137,6 +143,17 @@ def read_config(path: Path) -> LabelerConfig:
         raise ModelError(f"{cfg}: not a seqrep labeler config ({first_line(err)})") from None
     except ConfigError as err:
         raise ModelError(f"{cfg}: {err}") from None
+
+
+def _first_position(path: Path) -> int:
+    """The first position id a folder's labeler was trained with: its record, else 0 (a
+    folder written before seqrep numbered RoBERTa-type positions from 2 fed 0-based ones)."""
+    cfg = path / "config.json"
+    value = read_json(cfg, "a seqrep labeler config").get("first_position", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_FIRST:
+        raise ModelError(f"{cfg}: first_position={value!r}; expected an integer in "
+                         f"0..{MAX_FIRST}")
+    return value
 
 
 def load_adapter(backbone: torch.nn.Module, folder: Path) -> torch.nn.Module:
@@ -258,6 +275,8 @@ def load_labeler(cls: type[L], path: Path, trust_remote_code: bool = False,
         except ModelError as err:
             raise ModelError(f"{path}: this {config.finetune} run needs its base model "
                              f"{config.model!r}, which cannot be loaded: {err}") from None
+    # the position numbering it was trained with, even where it is not the model's own
+    backbone.info = dataclasses.replace(backbone.info, first_position=_first_position(path))
     labeler = cls(config.replace(finetune=REBUILT), backbone)
     labeler.config = config
     if mode.saves_adapter:
