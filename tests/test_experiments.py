@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,33 @@ from seqrep.lab.bench import speedups
 from seqrep.lab.grid import expand, run_grid
 from seqrep.lab.report import group, markdown, paired, paired_markdown, report, summarize
 from seqrep.lab.results import append_record, read_records
+
+# what the grid's and the bench's child processes import, loaded once in a fork server
+CHILD_IMPORTS = ["seqrep.lab.bench", "seqrep.lab.grid", "seqrep.lab.probe", "seqrep.train",
+                 "seqrep.model.labeler", "seqrep.export.onnx", "seqrep.export.runtime",
+                 "seqrep.export.quantize"]
+
+
+@pytest.fixture(scope="module")
+def forkserver() -> Iterator[mp.context.BaseContext]:
+    """A fork server that has imported torch, transformers and seqrep's modules once: each job
+    the grid or the bench hands to a child process still runs in a process of its own (its
+    arguments and result pickled, as with spawn), without a fresh interpreter importing
+    everything again (a few seconds each, for well under a second of work)."""
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(CHILD_IMPORTS)
+    yield ctx
+    from multiprocessing import forkserver as server
+
+    server._forkserver._stop()  # its process would wait idle until the suite ends
+
+
+@pytest.fixture()
+def child_processes(forkserver, monkeypatch) -> None:
+    """The grid's and the bench's spawn contexts come from :func:`forkserver`."""
+    real = mp.get_context
+    monkeypatch.setattr(mp, "get_context",
+                        lambda method=None: forkserver if method == "spawn" else real(method))
 
 
 def test_expand_is_a_product_with_stable_ids() -> None:
@@ -32,7 +61,7 @@ def test_expand_is_a_product_with_stable_ids() -> None:
         expand({**spec, "strategies": [{"repetition": 1}]})
 
 
-def test_grid_runs_records_and_skips_finished(tiny, tmp_path: Path) -> None:
+def test_grid_runs_records_and_skips_finished(tiny, tmp_path: Path, child_processes) -> None:
     data = write_corpus(tmp_path / "train.txt", 30)
     test = write_corpus(tmp_path / "test.txt", 6, seed=1)
     grid = tmp_path / "grid.yaml"
@@ -446,7 +475,8 @@ def test_report_says_when_the_lowest_layers_were_frozen() -> None:
     assert "| smollm2-135m | full, 10 frozen | 5e-05 | 1 |" in md
 
 
-def test_run_bench_exports_once_for_both_onnx_rows(tiny, tmp_path, monkeypatch) -> None:
+def test_run_bench_exports_once_for_both_onnx_rows(tiny, tmp_path, monkeypatch,
+                                                   child_processes) -> None:
     """A whole bench run over fp32, onnx and onnx-int8: one export of the setting (in its own
     process) serves both ONNX rows, and every row is measured."""
     pytest.importorskip("onnxruntime")
