@@ -28,6 +28,7 @@ from torch import nn
 from seqrep.config import InferenceConfig
 from seqrep.lab.speed import block_linears, flops_per_token, forward_flops, matmul_rate
 from seqrep.lab.tables import bench_markdown  # noqa: F401 - its home before
+from seqrep.model.tuning import FROZEN
 from seqrep.runtimes import RUNTIMES, Runtime
 
 
@@ -150,7 +151,7 @@ def matmul_ceiling(model: str, tokens: int, threads: int | None,
 
     if threads:
         torch.set_num_threads(threads)
-    lab = SequenceLabeler.from_model(model, labels=["O"], finetune="frozen")
+    lab = SequenceLabeler.from_model(model, labels=["O"], finetune=FROZEN)
     # three significant digits: a tiny test shape on a loaded CPU must not round to 0
     rates = {f"{tokens}x{k}x{n}":
              float(f"{matmul_gflops(tokens, k, n, repeats, precision, device):.3g}")
@@ -177,7 +178,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     cut = exit_layer if mode == "cut" else None
     context = "document" if docs is not None else "sentence"
     lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
-                                     exit_layer=cut, finetune="frozen", context=context).eval()
+                                     exit_layer=cut, finetune=FROZEN, context=context).eval()
     lab.place(device, _ceiling_precision(precision))
     # padding of the very batches the timed pass runs
     masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, max_tokens,
@@ -243,7 +244,7 @@ def _export(model: str, repetitions: int, exit_layer: int | None, folder: str,
         torch.set_num_threads(threads)
     if not (Path(folder) / META_FILE).is_file():
         lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
-                                         exit_layer=exit_layer, finetune="frozen").eval()
+                                         exit_layer=exit_layer, finetune=FROZEN).eval()
         export_labeler(lab.place("cpu", "fp32"), folder, check=False)
     if variant == "int8" and "int8" not in read_meta(folder).get("variants", {}):
         from seqrep.export.quantize import quantize_int8

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from seqrep.lab.stats import PROBE
+
 _SAME = ("rest", "model", "dataset", "finetune", "r", "unmask", "train_sentences",
          "test_sentences", "epochs", "lr", "context", "context_tokens", "context_separator")
 
@@ -19,7 +21,7 @@ def auto_exit_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     chosen_f1`` (the fixed run's test F1 at the chosen layer, or None when it did not run)."""
     out = []
     for a in rows:
-        if not a.get("auto_exit") or a["finetune"] == "probe" or a["test_f1"]["mean"] is None:
+        if not a.get("auto_exit") or a["finetune"] == PROBE or a["test_f1"]["mean"] is None:
             continue
         fixed = [r for r in rows if not r.get("auto_exit") and isinstance(r["exit_layer"], int)
                  and r["test_f1"]["mean"] is not None

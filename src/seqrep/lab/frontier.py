@@ -18,6 +18,7 @@ from typing import Any
 
 from seqrep.config import LabelerConfig
 from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_cell, save_figure
+from seqrep.lab.stats import PROBE
 
 DEFAULT_MODE = LabelerConfig.finetune  # a label names the fine-tuning mode unless it is this
 
@@ -44,7 +45,7 @@ def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[di
     a mask)."""
     points = []
     for r in rows:
-        if r["finetune"] == "probe" or r["test_f1"]["mean"] is None:
+        if r["finetune"] == PROBE or r["test_f1"]["mean"] is None:
             continue
         speed = _speed(r, bench)
         if speed is None:

@@ -39,6 +39,7 @@ from seqrep.config import LabelerConfig, ReaderConfig, TrainConfig
 from seqrep.errors import ConfigError
 from seqrep.lab.identity import config_hash
 from seqrep.lab.results import append_record, environment, read_records
+from seqrep.model.tuning import FROZEN
 
 LABELER_KEYS = {f.name for f in dataclasses.fields(LabelerConfig)}
 TRAIN_KEYS = {f.name for f in dataclasses.fields(TrainConfig)}
@@ -126,7 +127,7 @@ def expand(spec: dict[str, Any]) -> list[GridRun]:
                                     "dataset": dataset, "seed": seed}).resolved(lab.finetune)
                 layers = None
                 if probe.get("probe"):
-                    lab = lab.replace(finetune="frozen")
+                    lab = lab.replace(finetune=FROZEN)
                     layers = tuple(probe.get("layers") or ())
                 runs.append(GridRun(lab, tr, layers, reader))
     seen, unique = set(), []

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.lab.cells import save_figure
+from seqrep.lab.stats import PROBE
 
 
 def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | None = None
@@ -21,7 +22,7 @@ def plots(rows: list[dict[str, Any]], out: Path, bench: list[dict[str, Any]] | N
     for ds in sorted({r["dataset"] for r in rows}):
         rs = [r for r in rows if r["dataset"] == ds and r["test_f1"]["mean"] is not None
               and not r.get("auto_exit")]
-        tuned = [r for r in rs if r["finetune"] != "probe"]
+        tuned = [r for r in rs if r["finetune"] != PROBE]
         if tuned:
             made.append(_f1_vs_r(plt, ds, tuned, out))
             made.append(_visibility(plt, ds, tuned, out))
@@ -93,7 +94,7 @@ def _f1_vs_layer(plt: Any, ds: str, rs: list[dict[str, Any]], out: Path) -> Path
     fig, ax = plt.subplots(figsize=(8.5, 4))
     for (model, ft, unmask, rep, _, doc), pts in sorted(series.items(), key=str):
         pts.sort(key=lambda r: r["exit_layer"])
-        probe = ft == "probe"  # probes thin and dashed, fine-tuned runs bold
+        probe = ft == PROBE  # probes thin and dashed, fine-tuned runs bold
         ax.errorbar([p["exit_layer"] for p in pts], [p["test_f1"]["mean"] for p in pts],
                     yerr=[p["test_f1"]["std"] or 0 for p in pts], capsize=3,
                     marker="." if probe else "o", ls="--" if probe else "-",

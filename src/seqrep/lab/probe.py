@@ -24,6 +24,7 @@ from seqrep.evaluate import (
 )
 from seqrep.fileio import write_json
 from seqrep.model.labeler import SequenceLabeler
+from seqrep.model.tuning import FROZEN
 from seqrep.tasks import AUTO, SPANS
 from seqrep.train.probes import features, fit_heads, head_logits, per_sentence
 from seqrep.train.run import seeded
@@ -49,7 +50,7 @@ def _probe(labeler_config: LabelerConfig, train_config: TrainConfig, layers: lis
     labels = SPANS.inventory(data.train + data.eval)  # never from test
     data.eval = check_labels(data.eval, labels, "the validation split")
     data.test = check_test_labels(data.test, labels)
-    cfg = labeler_config.replace(labels=labels, finetune="frozen")
+    cfg = labeler_config.replace(labels=labels, finetune=FROZEN)
     if layers:
         cfg = cfg.replace(exit_layer=max(layers))
     labeler = SequenceLabeler.from_model(**cfg.to_dict())

@@ -43,6 +43,11 @@ CONTEXT = (("labeler", "context"), ("labeler", "context_tokens"),
            ("labeler", "context_separator"))
 
 
+# The fine-tuning cell of a probe's rows (a frozen backbone's head fitted at each layer of a
+# sweep): no fine-tuning mode, so the comparisons and the frontier leave such rows out.
+PROBE = "probe"
+
+
 def strategy(record: dict[str, Any]) -> dict[str, Any]:
     """The setting a run belongs to: every configuration field except the seed.
 
@@ -59,7 +64,7 @@ def strategy(record: dict[str, Any]) -> dict[str, Any]:
     document = lab.get("context") == "document"  # runs stored before the field: sentence
     return {"rest": setting_hash(record["config"], VARIED + CONTEXT),
             "model": Path(lab["model"]).name, "dataset": Path(tr["dataset"]).name,
-            "finetune": "probe" if probe else _finetune(lab, record["config"].get("distill")),
+            "finetune": PROBE if probe else _finetune(lab, record["config"].get("distill")),
             "r": lab["repetitions"],
             "unmask": lab["unmask"], "exit_layer": exit_layer, "auto_exit": auto,
             "context": "document" if document else "sentence",
@@ -187,7 +192,7 @@ def paired(records: list[dict[str, Any]], against: str = "causal") -> list[dict[
     rows = []
     for key, scores in groups.items():
         row = dict(key)
-        if row["finetune"] == "probe":
+        if row["finetune"] == PROBE:
             continue
         base_key = base_of(row, groups)
         base = groups.get(base_key, {}) if base_key else {}

@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_cell
+from seqrep.lab.stats import PROBE
 
 
 def paired_markdown(rows: list[dict[str, Any]], against: str = "causal") -> str:
@@ -88,7 +89,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         return r["val_f1"]["mean"] if r["val_f1"]["mean"] is not None else -1.0
 
     for r in rows:
-        k = (*budget(r), r["model"], r["finetune"] == "probe", r.get("context", "sentence"))
+        k = (*budget(r), r["model"], r["finetune"] == PROBE, r.get("context", "sentence"))
         if r["test_f1"]["mean"] is not None and (k not in best or val(r) > val(best[k])):
             best[k] = r
     for (ds, n_train, n_test, model, *_), r in sorted(best.items()):

@@ -251,6 +251,9 @@ def _train_frozen(backbone: nn.Module, config: TuningConfig) -> nn.Module:
     return backbone
 
 
+# The backbone fixed, only the head trains: what a probe trains (the exit-layer sweep, the
+# lab's probes) and what the benchmark times (the forward pass, nothing added to it).
+FROZEN = "frozen"
 # full: the CPU recipe measured in README.md; lora: the paper's 2e-4; frozen: no backbone
 # weight trains, so only the head's rate matters.
 MODES: dict[str, Mode] = {m.name: m for m in (
@@ -260,11 +263,11 @@ MODES: dict[str, Mode] = {m.name: m for m in (
     Mode("qlora", "the paper's: LoRA on a 4-bit NF4 base; needs bitsandbytes able to "
                   "quantize on the device: a CUDA GPU, or the CPU with bitsandbytes 0.50.2",
          _train_qlora, lr=2e-4, saves_adapter=True, quantized=True, fallback="lora"),
-    Mode("frozen", "head only", _train_frozen, lr=5e-5),
+    Mode(FROZEN, "head only", _train_frozen, lr=5e-5),
 )}
 # The mode a saved labeler is rebuilt in before its own weights go on: it adds nothing and
 # trains nothing.
-REBUILT = "frozen"
+REBUILT = FROZEN
 
 
 def modes_help() -> str:

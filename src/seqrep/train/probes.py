@@ -19,6 +19,7 @@ from seqrep.data.splits import TrainData, pick
 from seqrep.data.types import Sentence
 from seqrep.evaluate import layer_scores
 from seqrep.model.labeler import SequenceLabeler
+from seqrep.model.tuning import FROZEN
 
 
 def features(labeler: SequenceLabeler, sentences: list[Sentence], layers: list[int],
@@ -98,7 +99,7 @@ def choose_exit_layer(config: LabelerConfig, data: TrainData, sentences: int = 1
         whole = "document" if config.context == "document" else unit
         train = [train[i] for i in pick(train, sentences, whole, random.Random(seed))]
     probe = SequenceLabeler.from_model(**config.replace(exit_layer=None,
-                                                        finetune="frozen").to_dict()).eval()
+                                                        finetune=FROZEN).to_dict()).eval()
     layers = list(range(1, probe.backbone_info.num_layers + 1))
     x = features(probe, train, layers, batch_size)
     x_val = features(probe, data.eval, layers, batch_size)
