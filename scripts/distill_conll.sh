@@ -7,7 +7,9 @@
 # Needs:  SEQREP_GEMMA=1 SEQREP_MPNET=1 bash scripts/setup.sh; conll2003 under $SEQREP_DATA.
 # Run:    bash scripts/distill_conll.sh [STEP ...]      (no step: all of them, in order)
 #   teacher   train the teacher into $RUNS/teacher (or TEACHER=RUN uses a finished run)
-#   students  per student: NAME-distilled (seqrep distill), then NAME-plain (seqrep train)
+#   students  per student: NAME-distilled (seqrep distill), then NAME-plain (seqrep train);
+#             the teacher labels the training text once, into $RUNS/teacher-labels, which
+#             every student reads
 #   bench     one seqrep bench run: the decoder's cuts and both encoders -> $RUNS/bench.json
 #   report    seqrep report of every finished folder -> $RUNS/report/results.md, and a
 #             summary: each student's F1 distilled and plain, its gap to the teacher and
@@ -85,7 +87,8 @@ students() {
     local extra=()
     [ -n "$UNLABELED" ] && extra+=(--unlabeled "$UNLABELED")
     run "$RUNS/$name-distilled" seqrep distill "$TEACHER" --student "$model" "${opts[@]}" \
-      $COMMON --temperature "$TEMPERATURE" --gold-weight "$GOLD_WEIGHT" "${extra[@]}"
+      $COMMON --temperature "$TEMPERATURE" --gold-weight "$GOLD_WEIGHT" "${extra[@]}" \
+      --teacher-labels "$RUNS/teacher-labels"
     run "$RUNS/$name-plain" seqrep train --model "$model" "${opts[@]}" $COMMON
   done 3<<< "$STUDENTS"
 }

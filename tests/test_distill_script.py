@@ -47,6 +47,8 @@ def test_the_experiment_script_runs_resumes_and_summarises(tiny, tmp_path: Path)
     assert distilled["distill"]["teacher"] == str((runs / "teacher").resolve())
     assert distilled["labeler"]["unmask"] == "full"
     assert "distill" not in json.loads((runs / "dec-plain" / "run.json").read_text())
+    assert distilled["distill"]["cache"] == str((runs / "teacher-labels").resolve())
+    assert distilled["distill"]["teacher_labeled_sentences"] == 0  # the first student's
     md = (runs / "report" / "results.md").read_text()
     assert md.count("distilled from teacher") >= 2 and "Accuracy against speed" in md
     summary = (runs / "summary.md").read_text().splitlines()

@@ -6,6 +6,7 @@ run.json, metrics.json and the CLI."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -245,3 +246,51 @@ def test_unlabeled_text_from_held_out_splits_is_noticed(tiny, doc_teacher, doc_d
         "notice: 2 of the 4 --unlabeled sentences are in the validation or test split (and "
         "not in the training split): the teacher's labels on them carry held-out text into "
         "training"]
+
+
+def test_students_of_one_teacher_share_its_labels(tiny, doc_teacher, doc_data, tmp_path: Path,
+                                                  monkeypatch) -> None:
+    """With --teacher-labels DIR the second student reads what the first one's teacher wrote
+    (the teacher is not asked again) and trains on the same distributions; a folder holding
+    another teacher's labels is labeled again."""
+    shared = tmp_path / "labels"
+    distill(doc_teacher, student(tiny), fit(doc_data), tmp_path / "a", quiet=True,
+            teacher_labels=shared, chunk=4)
+    first = torch.cat([cached_file(p) for p in sorted(shared.glob("*.safetensors"))])
+    assert not (tmp_path / "a" / "teacher-labels").exists()
+    calls: list[int] = []  # sentences the teacher was asked to label
+    original = SequenceLabeler.word_logits
+    teacher_model = SequenceLabeler.from_pretrained(doc_teacher).config.model
+
+    def counted(self, sentences, *a, **kw):  # noqa: ANN001, ANN202, ANN002, ANN003
+        if self.config.model == teacher_model:
+            calls.append(len(sentences))
+        return original(self, sentences, *a, **kw)
+
+    monkeypatch.setattr(SequenceLabeler, "word_logits", counted)
+    metrics = distill(doc_teacher, student(tiny, context="document"),
+                      fit(doc_data, max_steps=None), tmp_path / "b", quiet=True,
+                      teacher_labels=shared, chunk=4)
+    assert metrics["status"] == "finished"
+    assert calls == []  # every training sentence was in the shared folder
+    assert json.loads((tmp_path / "b" / "run.json").read_text())["distill"]["cache"] == \
+        str(shared.resolve())
+    # another teacher (here: the same one retrained, its files newer) does not read them
+    from seqrep.train.teacher_cache import teacher_key
+
+    before = teacher_key(doc_teacher)
+    best = doc_teacher / "best" / "config.json"
+    os.utime(best, ns=(best.stat().st_atime_ns, best.stat().st_mtime_ns + 10**9))
+    assert teacher_key(doc_teacher) != before
+    calls.clear()
+    distill(doc_teacher, student(tiny), fit(doc_data), tmp_path / "c", quiet=True,
+            teacher_labels=shared, chunk=4)
+    assert calls == [4, 4, 2]  # its three chunks (documents of 4, 4, 2) labeled again
+    again = torch.cat([cached_file(p) for p in sorted(shared.glob("*.safetensors"))])
+    assert torch.allclose(first, again, atol=1e-6)
+
+
+def cached_file(path: Path) -> torch.Tensor:
+    from safetensors.torch import load_file
+
+    return load_file(path)["logp"]

@@ -33,6 +33,11 @@ def _params() -> list[inspect.Parameter]:
             None, "--unlabeled", help="more text for the teacher to label: UTF-8, one text "
                                       "per line (split into sentences and words by seqrep's "
                                       "rules), or .jsonl records with \"text\" or \"words\"")),
+        inspect.Parameter("teacher_labels", kw, annotation=Path | None, default=typer.Option(
+            None, "--teacher-labels", help="folder of the teacher's labels (default: "
+                                           "OUTPUT/teacher-labels); the students of one "
+                                           "teacher may share one, one distillation at a "
+                                           "time")),
         inspect.Parameter("temperature", kw, annotation=float, default=typer.Option(
             1.0, "--temperature", help="T: teacher and student distributions are softened "
                                        "by T (the loss is scaled by T^2)")),
@@ -57,7 +62,8 @@ def distill_command(values: dict[str, Any]) -> None:
     metrics = distill(values["teacher"], labeler, cfg, values["output"],
                       values["temperature"], values["gold_weight"], values["unlabeled"],
                       overwrite=values["overwrite"], resume=values["resume"],
-                      quiet=values["quiet"], reader_options=reader.options())
+                      quiet=values["quiet"], reader_options=reader.options(),
+                      teacher_labels=values["teacher_labels"])
     typer.echo(_with_speed(train_cli.outcome(metrics, values), metrics.get("distill"),
                            bool(values.get("as_json"))))
 

@@ -210,7 +210,7 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
             output: str | Path, temperature: float = 1.0, gold_weight: float = 0.0,
             unlabeled: str | Path | None = None, overwrite: bool = False, resume: bool = False,
             quiet: bool = False, reader_options: dict[str, Any] | None = None,
-            chunk: int = CHUNK) -> dict[str, Any]:
+            chunk: int = CHUNK, teacher_labels: str | Path | None = None) -> dict[str, Any]:
     """Distil the run ``teacher`` into a student (``labeler_config``) trained as
     :func:`seqrep.train.train` trains, on the teacher's label distributions.
 
@@ -227,6 +227,9 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
         overwrite, resume, quiet, reader_options: as for ``train``; ``resume`` continues an
             interrupted labeling or training with the settings in ``distill.json``.
         chunk: sentences per cache file.
+        teacher_labels: the folder of the teacher's labels (default ``OUTPUT/teacher-labels``);
+            students of one teacher may share one (its chunks are keyed by the teacher's
+            identity and the sentences), one distillation at a time.
 
     Returns:
         ``train``'s metrics.
@@ -247,8 +250,10 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
         labeler_config, train_config, reader_options = resumed_config(
             output, labeler_config, train_config, saved=req, source=REQUEST)
         teacher, unlabeled = Path(req["teacher"]), req.get("unlabeled")
+        teacher_labels = req.get("cache")
         temperature, gold_weight = req["temperature"], req["gold_weight"]
     teacher = Path(teacher).resolve()
+    cache = Path(teacher_labels).resolve() if teacher_labels else output / CACHE
     if not temperature > 0:
         raise ConfigError(f"--temperature {temperature}; expected a positive number")
     if not 0 <= gold_weight <= 1:
@@ -279,7 +284,7 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
             "teacher": str(teacher), "unlabeled": str(Path(unlabeled).resolve())
             if unlabeled else None, "temperature": temperature, "gold_weight": gold_weight,
             "labeler": student.to_dict(), "train": train_config.to_dict(),
-            "reader_options": reader_options or {}})
+            "reader_options": reader_options or {}, "cache": str(cache)})
     if tcfg.context == "document":  # every sentence in its document: no two alike
         sentences, docs = words, [s.doc_id for s in data.train] + [d for _, d in extra]
     else:  # a sentence's labels are its own: each distinct sentence once
@@ -291,8 +296,11 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
         return SequenceLabeler.from_pretrained(teacher, device=train_config.device,
                                                precision=train_config.precision)
 
-    logp, speed = label_cache(load_teacher, sentences, output / CACHE, len(tcfg.labels),
-                              train_config.eval_batch_size, chunk, quiet, docs)
+    from seqrep.train.teacher_cache import teacher_key
+
+    logp, speed = label_cache(load_teacher, sentences, cache, len(tcfg.labels),
+                              train_config.eval_batch_size, chunk, quiet, docs,
+                              teacher_key(teacher))
     if docs is None:
         by_words = dict(zip(sentences, logp))
         logp = [by_words[w] for w in words]
@@ -301,7 +309,8 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
               "teacher_dataset": teacher_run["train"].get("dataset"),
               "temperature": temperature, "gold_weight": gold_weight,
               "unlabeled": str(unlabeled) if unlabeled else None,
-              "unlabeled_sentences": len(extra), "cache": CACHE, **speed}
+              "unlabeled_sentences": len(extra),
+              "cache": CACHE if cache == output / CACHE else str(cache), **speed}
     plan = Distillation(logp, words, extra, temperature, gold_weight, {"distill": record})
     metrics = train(student, train_config, output, resume=(output / "run.json").exists(),
                     quiet=quiet, reader_options=reader_options, distill=plan)

@@ -3,9 +3,10 @@
 ``teacher-labels/NNNNN.safetensors`` holds, per chunk of sentences, ``logp`` (words x labels,
 the teacher's log-probabilities at temperature 1) and ``lengths``; its metadata records the
 SHA-256 of the chunk's sentences (and their document ids, for a teacher with document
-context) and the seconds the teacher took to label it. A chunk is reused only when its
-digest matches, so a resumed distillation labels only what is missing, and the labeling speed
-is a measured figure even when earlier sessions labeled part of it.
+context) and of the teacher's identity (:func:`teacher_key`), and the seconds the teacher took
+to label it. A chunk is reused only when its digest matches, so a resumed distillation labels
+only what is missing, students of one teacher can share a folder, and the labeling speed is a
+measured figure even when earlier sessions labeled part of it.
 
 With document ids (a teacher with ``context="document"``) a chunk holds whole documents
 (:func:`seqrep.encode.document.documents`), so the teacher reads every document as a whole,
@@ -50,9 +51,24 @@ def chunk_spans(n: int, docs: Sequence[Hashable | None] | None, chunk: int
     return spans
 
 
-def _digest(sentences: Sequence[tuple[str, ...]], docs: Sequence[Any] | None) -> str:
-    body = list(sentences) if docs is None else [list(sentences), list(docs)]
+def _digest(sentences: Sequence[tuple[str, ...]], docs: Sequence[Any] | None,
+            teacher: str = "") -> str:
+    body: Any = list(sentences) if docs is None else [list(sentences), list(docs)]
+    body = [teacher, body] if teacher else body
     return hashlib.sha256(json.dumps(body, ensure_ascii=False).encode()).hexdigest()
+
+
+def teacher_key(run: Path) -> str:
+    """The identity of a teacher's model (``run/best``): the SHA-256 of its ``config.json``
+    and the name, size and modification time of each of its files, so a cache shared by the
+    students of one teacher is never read for another (or a retrained one)."""
+    best = Path(run) / "best"
+    h = hashlib.sha256((best / "config.json").read_bytes())
+    for f in sorted(best.rglob("*")):
+        if f.is_file():
+            st = f.stat()
+            h.update(f"{f.relative_to(best)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
 
 
 def _cached(path: Path, digest: str, lengths: list[int], n_labels: int
@@ -77,13 +93,16 @@ def _cached(path: Path, digest: str, lengths: list[int], n_labels: int
 
 def label_cache(load_teacher: Callable[[], Any], sentences: list[tuple[str, ...]],
                 folder: Path, n_labels: int, batch_size: int = 64, chunk: int = CHUNK,
-                quiet: bool = False, docs: Sequence[Hashable | None] | None = None
-                ) -> tuple[list[torch.Tensor], dict[str, Any]]:
+                quiet: bool = False, docs: Sequence[Hashable | None] | None = None,
+                teacher_id: str = "") -> tuple[list[torch.Tensor], dict[str, Any]]:
     """The teacher's log-probabilities for every sentence (one ``(words, labels)`` tensor
     each), from ``folder``'s chunks where they hold them and from the teacher
     (``load_teacher()``, called only when a chunk is missing) otherwise; each new chunk is
     written atomically before the next is labeled. ``docs``: each sentence's document id,
-    for a teacher with document context (see the module docstring).
+    for a teacher with document context (see the module docstring). ``teacher_id``: the
+    teacher's identity (:func:`teacher_key`), part of each chunk's digest, so a folder shared
+    by several students of one teacher holds only that teacher's labels (one distillation at
+    a time per folder).
 
     Returns:
         The tensors, and the labeling's figures: ``teacher_sentences`` (all of them),
@@ -101,7 +120,7 @@ def label_cache(load_teacher: Callable[[], Any], sentences: list[tuple[str, ...]
     spans = chunk_spans(len(sentences), docs, chunk)
     for k, (a, b) in enumerate(spans):
         part, part_docs = sentences[a:b], None if docs is None else list(docs[a:b])
-        path, digest = folder / f"{k:05d}.safetensors", _digest(part, part_docs)
+        path, digest = folder / f"{k:05d}.safetensors", _digest(part, part_docs, teacher_id)
         got = _cached(path, digest, [len(s) for s in part], n_labels)
         if got is None:
             teacher = teacher or load_teacher()
