@@ -38,7 +38,7 @@ UNLABELED=${UNLABELED:-}
 TEACHER=${TEACHER:-}
 TEACHER_MODEL=${TEACHER_MODEL:-gemma3-270m}
 TEACHER_LAYER=${TEACHER_LAYER:-11}
-COMMON=${COMMON:---finetune full --head-lr 1e-3 --max-eval-sentences 1000 --batch-size 16 --seed 1}
+COMMON=${COMMON:---finetune full --head-lr 1e-3 --max-eval-sentences 1000 --batch-size 16}
 BENCH_MODEL=${BENCH_MODEL:-gemma3-270m}
 BENCH_REPETITIONS=${BENCH_REPETITIONS:-0,1}
 BENCH_LAYERS=${BENCH_LAYERS:-6,11,18}
@@ -70,7 +70,8 @@ run() {
 }
 
 teacher() {
-  # recipe (4) with the layer its probe sweep chose (11), so no sweep is run again
+  # recipe (4) (its default seed too) with the layer its probe sweep chose (11), so no sweep
+  # is run again
   run "$TEACHER" seqrep train --model "$TEACHER_MODEL" --dataset "$DATASET" -r 1 \
     --exit-layer "$TEACHER_LAYER" --lr 5e-5 --epochs 1 $COMMON --threads "$THREADS"
 }
