@@ -9,6 +9,7 @@ transformers, never from the table or the labeler's own bookkeeping.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -55,6 +56,21 @@ def test_a_mode_is_a_config_choice_once_in_the_table(monkeypatch) -> None:
     resolved = TrainConfig().resolved("bias-only")
     assert (resolved.lr, resolved.head_lr) == (RATE, HEAD_RATE)
     assert TrainConfig(lr=1e-4).resolved("bias-only").lr == 1e-4  # a given rate still wins
+
+
+def test_the_built_in_modes_keep_their_default_rates() -> None:
+    """The rates an unset --lr / --head-lr take, written out as config.py's DEFAULT_LR and
+    DEFAULT_HEAD_LR held them before the table: full 5e-5 (the README's CPU recipe), lora and
+    qlora 2e-4 (the paper's), frozen 5e-5; the head 1e-3 in every mode. --lr's help lists
+    them."""
+    expected = {"full": (5e-5, 1e-3), "lora": (2e-4, 1e-3), "qlora": (2e-4, 1e-3),
+                "frozen": (5e-5, 1e-3)}
+    for mode, rates in expected.items():
+        resolved = TrainConfig().resolved(mode)
+        assert (resolved.lr, resolved.head_lr) == rates, mode
+    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(TrainConfig)}
+    assert "(unset: by --finetune: full 5e-5, lora 2e-4, qlora 2e-4, frozen 5e-5)" in helps["lr"]
+    assert helps["head_lr"].endswith("(unset: 1e-3)")
 
 
 def test_one_step_moves_the_biases_and_the_head_only_and_the_folder_keeps_them(
