@@ -34,3 +34,21 @@ def test_the_probe_subset_is_whole_documents(tiny, tmp_path: Path) -> None:
     # whole documents until 8 sentences: two of them, 6 + 6 or 6 + 4 (never 8 sentences
     # picked from across the corpus)
     assert sweep["sentences"] in (10, 12)
+
+
+def test_the_sweep_takes_whole_documents_with_subset_unit_document(tiny, tmp_path: Path) -> None:
+    """Sentence context with ``--subset-unit document``: the run's sweep (train.run's
+    auto_exit_layer) takes whole documents too, as the run's own subsets do; with the
+    sentence unit it takes exactly the count asked for."""
+    from seqrep.train.run import auto_exit_layer
+
+    train = with_documents(write_corpus(tmp_path / "train.txt", 40), 6)  # 6 x 6, then 4
+    val = with_documents(write_corpus(tmp_path / "val.txt", 8, seed=1), 4)
+    lab = LabelerConfig(model=tiny("llama", 2), labels=LABELS, repetitions=1,
+                        exit_layer="auto")
+    for unit, expected in (("document", (10, 12)), ("sentence", (8,))):
+        cfg = TrainConfig(dataset=str(train), eval_split=str(val), test_split=None,
+                          subset_unit=unit, exit_search_sentences=8, subset_seed=3)
+        data = load_data(cfg)
+        _, sweep = auto_exit_layer(lab, cfg, data, quiet=True)
+        assert sweep["sentences"] in expected, unit
