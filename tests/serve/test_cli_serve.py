@@ -45,7 +45,8 @@ def test_not_a_run_folder_is_one_line(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.parametrize("option,value,says", [
     ("--max-texts", "0", "--max-texts 0"), ("--max-connections", "0", "--max-connections 0"),
-    ("--request-timeout", "0", "--request-timeout 0"), ("--device", "tpu", "--device 'tpu'"),
+    ("--request-timeout", "0", "--request-timeout 0"), ("--max-wait-ms", "-1", "--max-wait-ms -1"),
+    ("--device", "tpu", "--device 'tpu'"),
     ("--precision", "fp64", "--precision 'fp64'"), ("--runtime", "tpu", "--runtime 'tpu'")])
 def test_bad_option_value_is_one_line(labeler_dir: Path, capsys, monkeypatch, option: str,
                                       value: str, says: str) -> None:
