@@ -13,6 +13,7 @@ import pytest
 import torch
 from support import cli
 
+from seqrep.contexts import SENTENCE
 from seqrep.data.tags import spans_to_tags, strict_spans
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.predict import predict_tags, predict_text, split_text
@@ -87,7 +88,7 @@ def test_consecutive_texts_with_one_doc_id_are_one_document(lab: SequenceLabeler
 def test_a_sentence_level_labeler_labels_each_sentence_alone(folder: Path) -> None:
     lab = SequenceLabeler.from_pretrained(folder)
     lab.config = lab.config.replace(context="sentence")
-    lab.encoder.context = "sentence"
+    lab.encoder.context = SENTENCE
     sents = words_of(TEXT)
     assert record_tags(predict_text(lab, [TEXT], docs=["a"])) == tags_of(lab, sents, None)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
+from seqrep.contexts import labeler_context
 from seqrep.data.tokenize import split_sentences, split_words
 from seqrep.decode import decode
 from seqrep.encode.document import text_documents
@@ -83,9 +84,8 @@ def predict_text(labeler: Labeler, texts: Iterable[str], decoding: str | None = 
     pre = [pretokenized] * len(texts) if isinstance(pretokenized, bool) else list(pretokenized)
     items = [(i, span, words) for i, text in enumerate(texts)
              for span, words in split_text(text, pre[i])]
-    in_docs = None  # sentence context: every sentence alone, as before
-    if getattr(labeler.config, "context", "sentence") == "document":
-        in_docs = text_documents([i for i, _, _ in items], len(texts), docs)
+    in_docs = (text_documents([i for i, _, _ in items], len(texts), docs)
+               if labeler_context(labeler).documents else None)  # None: each sentence alone
     tagged = predict_tags(labeler, [[texts[i][s:e] for s, e in w] for i, _, w in items],
                           decoding, batch_size, in_docs)
     records: list[dict[str, Any]] = [{"text": t, "sentences": [], "spans": []} for t in texts]

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seqrep.contexts import labeler_context
 from seqrep.errors import ConfigError, DataError
 from seqrep.inputs import (  # noqa: F401 - read_items and read_lines: imported from here too
     chunks,
@@ -67,7 +68,7 @@ def label_items(labeler: SequenceLabeler, items: Sequence[tuple[Any, ...]],
     consecutive items with the same ``doc_id`` together."""
     from seqrep.predict import predict_text
 
-    if getattr(labeler.config, "context", "sentence") == "document":
+    if labeler_context(labeler).documents:
         return predict_text(labeler, [it[0] for it in items], decoding, batch_size,
                             pretokenized=[it[1] for it in items],
                             docs=[it[2] if len(it) > 2 else None for it in items])
@@ -271,7 +272,7 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
                                                         words=words), overwrite, main)
     partial, meta = _meta(output)
     done = 0
-    whole = getattr(getattr(labeler, "config", None), "context", "sentence") == "document"
+    whole = labeler_context(labeler).documents
     if main:
         if partial.exists():
             done = complete_lines(partial)

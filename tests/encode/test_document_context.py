@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from seqrep.config import LabelerConfig
-from seqrep.encode.document import documents, encode_document, missing_documents_notice
+from seqrep.contexts import DOCUMENT
+from seqrep.encode.document import documents, encode_document
 from seqrep.encode.repeat import RepeatSpec, encode_sentence
 from seqrep.errors import ConfigError
 
@@ -88,8 +89,8 @@ class _S:
 
 
 def test_the_missing_documents_notice_names_the_splits_without_any() -> None:
-    assert missing_documents_notice({"train": [_S("d1"), _S(None)]}) is None
-    line = missing_documents_notice({"train": [_S("d1")], "test": [_S(None), _S(None)],
-                                     "dev": []})
+    assert DOCUMENT.notice({"train": [_S("d1"), _S(None)]}) is None
+    line = DOCUMENT.notice({"train": [_S("d1")], "test": [_S(None), _S(None)],
+                            "dev": []})
     assert line is not None and "\n" not in line
     assert "test has no document ids" in line and "train" not in line

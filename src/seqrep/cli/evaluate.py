@@ -25,6 +25,7 @@ from seqrep.cli.options import (
     parse_label_map,
 )
 from seqrep.config import ReaderConfig
+from seqrep.contexts import labeler_context
 
 
 def _params() -> list:
@@ -87,12 +88,9 @@ def evaluate_command(values: dict[str, Any]) -> None:
     gold = check_scored_labels([s for s in corpus.sentences if len(s)][:limit],
                                labeler.config.labels, corpus.name or dataset,
                                parse_label_map(values["label_map"]), labeler.config.task)
-    if getattr(labeler.config, "context", "sentence") == "document":
-        from seqrep.encode.document import missing_documents_notice
-
-        notice = missing_documents_notice({corpus.name or dataset: gold})
-        if notice:
-            typer.echo(notice, err=True)
+    notice = labeler_context(labeler).notice({corpus.name or dataset: gold})
+    if notice:
+        typer.echo(notice, err=True)
     pred: list[list[str]] = []
     from accelerate import PartialState
 

@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from seqrep.contexts import context_of
 from seqrep.data.types import Corpus, Sentence
 from seqrep.errors import ConfigError, DataError
 
@@ -133,8 +134,8 @@ def pick(sents: list[Sentence], limit: int, unit: str = "sentence",
     count may pass ``limit`` by less than that document. A corpus whose documents are all
     single sentences (no document ids) gets exactly the sentence unit's choice.
     """
-    groups = documents(sents) if unit == "document" else []
-    if unit == "sentence" or all(len(g) == 1 for g in groups):
+    groups = documents(sents) if context_of(unit).documents else []
+    if all(len(g) == 1 for g in groups):  # sentence by sentence (also: no documents)
         if rng is None:
             return list(range(min(limit, len(sents))))
         return sorted(rng.sample(range(len(sents)), min(limit, len(sents))))

@@ -34,11 +34,9 @@ corpus without documents trains and labels as at sentence level.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any
 
 from seqrep.encode.repeat import RepeatSpec, Segment, build_segment, windows
 
-CONTEXTS = ("sentence", "document")
 # share of the budget that consecutive windows of a document share
 OVERLAP = 0.5
 
@@ -102,20 +100,6 @@ def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpe
             seg = build_segment(flat[s:e], spec, range(s, e), owned, flat_leads[s:e])
             rows.append((seg, tuple(places[i] for i in seg.words)))
     return rows
-
-
-def missing_documents_notice(splits: dict[str, Sequence[Any]]) -> str | None:
-    """The one notice a command prints when document context meets sentences without
-    document ids: which of ``splits`` (name -> sentences with ``doc_id``) have none, so each
-    of their sentences is a document of its own there; None when every split has some."""
-    bare = [name for name, sents in splits.items()
-            if sents and all(getattr(s, "doc_id", None) is None for s in sents)]
-    if not bare:
-        return None
-    return (f"notice: context=document, but {' and '.join(bare)} "
-            f"{'has' if len(bare) == 1 else 'have'} no document ids (no -DOCSTART- or "
-            f"doc_id): each sentence there is a document of its own, labeled as at "
-            f"sentence level")
 
 
 def text_documents(owners: Sequence[int], count: int,

@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeVar
 
 import torch
 
+from seqrep.contexts import context_of
 from seqrep.encode.align import WordTokenizer, label_ids
 from seqrep.encode.batch import MAX_TOKENS, Batch, collate, length_batches
 from seqrep.encode.document import documents, encode_document
@@ -135,7 +136,7 @@ def fit_positions(config: C, spec: RepeatSpec, max_positions: int | None) -> C:
     changes: dict[str, int] = {}
     if config.max_subtokens > room:
         changes["max_subtokens"] = room
-    if config.context == "document" and config.context_tokens > room:
+    if context_of(config.context).documents and config.context_tokens > room:
         changes["context_tokens"] = room
     return config.replace(**changes) if changes else config
 
@@ -160,11 +161,11 @@ class Encoder:
         self.pad_id = pad_id
         self.padding_side = config.padding_side
         self.label2id = {t: i for i, t in enumerate(config.labels)}
-        self.context = config.context
+        self.context = context_of(config.context)
         self.context_tokens = config.context_tokens
         # tokenized only when used: sentence context asks the tokenizer nothing new
         self.context_separator = tuple(context_separator_ids(tokenizer, config)
-                                       if config.context == "document" else ())
+                                       if self.context.documents else ())
         self._lock = threading.Lock()
 
     def segments(self, words: Sequence[str]) -> list[Segment]:
@@ -182,7 +183,7 @@ class Encoder:
         context only: runs of consecutive sentences of one document share rows (see
         :mod:`seqrep.encode.document`); without it every sentence is its own document.
         """
-        if self.context == "document" and docs is not None:
+        if self.context.documents and docs is not None:
             return self._document_items(sentences, tags, docs)
         out = []
         for i, words in enumerate(sentences):

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from seqrep.contexts import labeler_context
 from seqrep.data.types import Sentence
 from seqrep.evaluate.files import score_file
 from seqrep.evaluate.labels import check_labels, check_scored_labels, check_test_labels
@@ -88,8 +89,7 @@ def evaluate(labeler: SequenceLabeler, sentences: Sequence[Sentence], decoding: 
 
     start = time.perf_counter()
     words = [s.words for s in sentences]
-    docs = ([s.doc_id for s in sentences] if getattr(labeler.config, "context", "sentence")
-            == "document" else None)
+    docs = labeler_context(labeler).doc_ids(sentences)
     chunk = max(batch_size * 8, 256) if progress else max(len(words), 1)
     pred: list[list[str]] = []
     for i, j in _chunks(len(words), chunk, docs):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from seqrep.contexts import context_of
 from seqrep.data.types import Sentence
 from seqrep.tasks import AUTO, DECODINGS, task_of
 
@@ -19,8 +20,7 @@ def sharded_logits(labeler: SequenceLabeler, words: list, batch_size: int,
     document (with document context; else every N-th sentence), gathered back in input
     order on every process (no sentence lost or counted twice)."""
     world = getattr(accelerator, "num_processes", 1)
-    if labeler.config.context != "document":
-        docs = None
+    docs = context_of(labeler.config.context).docs(docs)
     if world == 1:
         return labeler.word_logits(words, batch_size, docs=docs)
     from accelerate.utils import gather_object

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from seqrep.contexts import labeler_context
 from seqrep.errors import ModelError
 
 CHECK_SENTENCES = [
@@ -71,7 +72,7 @@ def check_export(labeler: Any, onnx_labeler: Any) -> dict[str, Any]:
     document (under ``"documents"``), and the top-level figures are the worse of both."""
     sentences = check_sentences(labeler)
     result = parity(labeler, onnx_labeler, sentences)
-    if getattr(labeler.config, "context", "sentence") == "document":
+    if labeler_context(labeler).documents:
         doc = parity(labeler, onnx_labeler, sentences, docs=[0] * len(sentences))
         result["documents"] = dict(doc)
         if math.isnan(doc["max_abs_logit_diff"]) or \

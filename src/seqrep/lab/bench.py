@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from seqrep.config import InferenceConfig
+from seqrep.contexts import CONTEXTS, DOCUMENT, SENTENCE, context_of
 from seqrep.lab.speed import block_linears, flops_per_token, forward_flops, matmul_rate
 from seqrep.lab.tables import bench_markdown  # noqa: F401 - its home before
 from seqrep.model.tuning import FROZEN
@@ -65,7 +66,7 @@ class BenchConfig:
         "where the models and the matmul ceiling run: auto, cpu, cuda, cuda:N or mps (auto "
         "as on the other commands, but the CPU when an ONNX row is asked: ONNX Runtime runs "
         "there only)"))
-    context: tuple[str, ...] = _f(("sentence",), (
+    context: tuple[str, ...] = _f((SENTENCE.name,), (
         "comma list of contexts the PyTorch cut rows and the encoders run at: sentence, "
         "document (windows of 256 subtokens of the split's documents; the first --sentences "
         "sentences, so the last document may be cut)"))
@@ -73,9 +74,9 @@ class BenchConfig:
     def __post_init__(self) -> None:
         from seqrep.errors import ConfigError
 
-        if not self.context or any(c not in ("sentence", "document") for c in self.context):
+        if not self.context or any(c not in CONTEXTS for c in self.context):
             raise ConfigError(f"--context {','.join(self.context)!r}: expected a comma list "
-                              f"of sentence, document")
+                              f"of {', '.join(CONTEXTS)}")
         bad = [p for p in self.precisions if p not in PRECISIONS]
         if bad or not self.precisions:
             raise ConfigError(f"--precision {','.join(self.precisions)!r}: expected a comma "
@@ -176,7 +177,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     if threads:
         torch.set_num_threads(threads)
     cut = exit_layer if mode == "cut" else None
-    context = "document" if docs is not None else "sentence"
+    context = (SENTENCE if docs is None else DOCUMENT).name
     lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
                                      exit_layer=cut, finetune=FROZEN, context=context).eval()
     lab.place(device, _ceiling_precision(precision))
@@ -286,9 +287,9 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     # (model, r, layer, mode, precision, context): document context on PyTorch rows only
     jobs = [(cfg.model, r, layer, "cut", p, c) for p in cfg.precisions for r in cfg.repetitions
             for layer in cfg.exit_layers for c in cfg.context
-            if c == "sentence" or _onnx(p) is None]
+            if not context_of(c).documents or _onnx(p) is None]
     if cfg.baseline:
-        jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32", "sentence")
+        jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32", SENTENCE.name)
                  for r in cfg.repetitions for layer in cfg.exit_layers if layer is not None]
     jobs += [(name.strip(), 0, None, "encoder", "fp32", c)
              for name in (cfg.encoder or "").split(",") if name.strip() for c in cfg.context]
@@ -315,7 +316,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
             row = pool.submit(_measure, model, r, layer, words, cfg.batch_size, cfg.max_tokens,
                               cfg.latency_sentences, mode, cfg.threads, cfg.repeats,
                               precision, exported,
-                              docs if context == "document" else None, device).result()
+                              context_of(context).docs(docs), device).result()
         rows.append(row)
         echo(f"{mode:>18} {precision} {context} {model} r={r} L={layer}: "
              f"{row['sentences_per_second']} "
@@ -340,11 +341,11 @@ def context_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return (r["model"], r["mode"], r.get("precision") or "fp32", r["repetitions"],
                 r["exit_layer"])
 
-    sentence = {key(r): r for r in rows if r.get("context", "sentence") == "sentence"}
+    sentence = {key(r): r for r in rows if not context_of(r.get("context")).documents}
     out = []
     for r in rows:
         base = sentence.get(key(r))
-        if r.get("context") != "document" or base is None:
+        if not context_of(r.get("context")).documents or base is None:
             continue
         out.append({"model": r["model"], "mode": r["mode"],
                     "precision": r.get("precision") or "fp32", "repetitions": r["repetitions"],
@@ -359,7 +360,7 @@ def precision_speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per r and exit layer: each precision's time against fp32's, and how far its states are
     from fp32's (relative difference of their checksums)."""
     cuts = [r for r in rows if r["mode"] == "cut"
-            and r.get("context", "sentence") == "sentence"]
+            and not context_of(r.get("context")).documents]
     fp32 = {(r["repetitions"], r["exit_layer"]): r for r in cuts if r["precision"] == "fp32"}
     out = []
     for r in cuts:
@@ -379,7 +380,7 @@ def speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     cuts = {(r["repetitions"], r["exit_layer"]): r for r in rows
             if r["mode"] == "cut" and r.get("precision", "fp32") == "fp32"
-            and r.get("context", "sentence") == "sentence"}
+            and not context_of(r.get("context")).documents}
     full = {(r["repetitions"], r["exit_layer"]): r for r in rows
             if r["mode"] == "full_hidden_states"}
     for (rep, layer), row in sorted(cuts.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):

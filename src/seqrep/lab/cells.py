@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from seqrep.contexts import context_of
+
 
 def layer_cell(row: dict[str, Any]) -> str:
     """A row's exit layer as a table shows it: ``20``, ``11 (auto)`` or ``all``."""
@@ -17,17 +19,14 @@ def layer_cell(row: dict[str, Any]) -> str:
 def context_cell(row: dict[str, Any]) -> str:
     """A row's context: ``sentence``, or ``document 256`` (its window budget in subtokens),
     with its separator where it is not the default newline."""
-    if row.get("context", "sentence") == "sentence":
-        return "sentence"
-    sep = row.get("context_separator")
-    return f"document {row.get('context_tokens')}" + (
-        "" if sep in (None, "\n") else f", separator {sep!r}")
+    return context_of(row.get("context")).cell(row.get("context_tokens"),
+                                               row.get("context_separator"))
 
 
 def has_document(rows: list[dict[str, Any]]) -> bool:
     """Whether any row read document context: only then do the tables show the column (so
     a report of sentence-level stores reads as it did before the setting existed)."""
-    return any(r.get("context", "sentence") != "sentence" for r in rows)
+    return any(context_of(r.get("context")).documents for r in rows)
 
 
 def budget(row: dict[str, Any]) -> tuple[str, int, int]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.config import LabelerConfig
+from seqrep.contexts import context_of
 from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_cell, save_figure
 from seqrep.lab.stats import PROBE
 
@@ -27,7 +28,7 @@ def _speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
     for b in bench:
         if Path(str(b["model"])).name != row["model"] or (b.get("precision") or "fp32") != "fp32":
             continue  # the frontier is drawn at the default precision (fp32 on this CPU)
-        if (b.get("context") or "sentence") != row.get("context", "sentence"):
+        if context_of(b.get("context")) != context_of(row.get("context")):
             continue  # document rows are longer: a sentence-level speed is not theirs
         if b["mode"] == "encoder" or (b["mode"] == "cut" and b["repetitions"] == row["r"]
                                       and b["exit_layer"] == row["exit_layer"]):
@@ -214,5 +215,5 @@ def _short(p: dict[str, Any]) -> str:
         core = f"{p['model']} r={p['r']} L={layer_cell(p)}"
     mode = "" if _mode(p) == DEFAULT_MODE else f" {_mode(p)}"
     lr = f" lr={lr_cell(p)}" if p.get("swept", 1) > 1 else ""
-    context = "" if p.get("context", "sentence") == "sentence" else f" {context_cell(p)}"
+    context = f" {context_cell(p)}" if context_of(p.get("context")).documents else ""
     return core + mode + context + lr

@@ -17,9 +17,11 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from seqrep.contexts import SENTENCE, context_of
+
 # section -> field -> the value that means "as before this field existed"
 NEUTRAL: dict[str, dict[str, Any]] = {
-    "labeler": {"task": "auto", "frozen_layers": 0, "lora_targets": [], "context": "sentence"},
+    "labeler": {"task": "auto", "frozen_layers": 0, "lora_targets": [], "context": SENTENCE.name},
     "train": {"batch_tokens": None, "device": "auto", "precision": "auto",
               "gradient_checkpointing": False, "exit_search_sentences": 1000,
               "compile": False, "subset_unit": "sentence"},
@@ -33,7 +35,7 @@ def canonical(config: dict[str, Any]) -> dict[str, Any]:
     """A copy of a run configuration without fields at their neutral value."""
     out = copy.deepcopy(config)
     lab = out.get("labeler")
-    if isinstance(lab, dict) and lab.get("context", "sentence") == "sentence":
+    if isinstance(lab, dict) and not context_of(lab.get("context")).documents:
         for name in DOCUMENT_ONLY:
             lab.pop(name, None)
     for section, fields in NEUTRAL.items():

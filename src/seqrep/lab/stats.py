@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from seqrep.contexts import SENTENCE, context_of
 from seqrep.lab.identity import setting_hash
 from seqrep.lab.results import unique_runs
 
@@ -61,15 +62,16 @@ def strategy(record: dict[str, Any]) -> dict[str, Any]:
     auto = exit_layer == "auto"
     if auto:  # the layer the run's probe sweep chose
         exit_layer = record["metrics"].get("exit_layer")
-    document = lab.get("context") == "document"  # runs stored before the field: sentence
+    context = context_of(lab.get("context"))  # runs stored before the field: sentence
     return {"rest": setting_hash(record["config"], VARIED + CONTEXT),
             "model": Path(lab["model"]).name, "dataset": Path(tr["dataset"]).name,
             "finetune": PROBE if probe else _finetune(lab, record["config"].get("distill")),
             "r": lab["repetitions"],
             "unmask": lab["unmask"], "exit_layer": exit_layer, "auto_exit": auto,
-            "context": "document" if document else "sentence",
-            "context_tokens": lab.get("context_tokens", 256) if document else None,
-            "context_separator": lab.get("context_separator", "\n") if document else None,
+            "context": context.name,
+            "context_tokens": lab.get("context_tokens", 256) if context.documents else None,
+            "context_separator": lab.get("context_separator", "\n") if context.documents
+            else None,
             "lr": None if probe else tr.get("lr"),
             "train_sentences": _gold_sentences(record),
             "test_sentences": (record["metrics"].get("test") or {}).get("sentences"),
@@ -133,7 +135,7 @@ def group(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["train_seconds"] = summarize(r["metrics"].get("train_seconds", 0) for r in recs)
         rows.append(row)
     rows.sort(key=lambda r: (r["dataset"], r["model"], r["finetune"], str(r["unmask"]), r["r"],
-                             r["exit_layer"] or 0, r["context"] != "sentence"))
+                             r["exit_layer"] or 0, context_of(r["context"]).documents))
     return rows
 
 
@@ -164,9 +166,9 @@ def _sentence_context(row: dict[str, Any], keys: Iterable[tuple]) -> tuple | Non
     """The same setting at sentence context; ``None`` for a sentence-context row. With
     ``--exit-layer auto`` each context's runs chose their own layer: the baseline is the
     auto-exit setting at sentence context whatever layer it chose."""
-    if row["context"] == "sentence":
+    if not context_of(row["context"]).documents:
         return None
-    want = {**row, "context": "sentence", "context_tokens": None, "context_separator": None}
+    want = {**row, "context": SENTENCE.name, "context_tokens": None, "context_separator": None}
     if not row.get("auto_exit"):
         return _key(want)
     return next((k for k in keys if {**dict(k), "exit_layer": None}
@@ -205,5 +207,5 @@ def paired(records: list[dict[str, Any]], against: str = "causal") -> list[dict[
                                                             "context")})
         rows.append(row)
     rows.sort(key=lambda r: (r["dataset"], r["model"], r["finetune"], str(r["unmask"]), r["r"],
-                             r["exit_layer"] or 0, r["context"] != "sentence"))
+                             r["exit_layer"] or 0, context_of(r["context"]).documents))
     return rows

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from seqrep.contexts import context_of
 from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_cell
 from seqrep.lab.stats import PROBE
 
@@ -30,7 +31,7 @@ def paired_markdown(rows: list[dict[str, Any]], against: str = "causal") -> str:
            "|---|---|---|---|---|---|---|---|---|" + ("---|" if ctx else "")]
     for r in rows:
         b = r["baseline"]
-        vs = {"depth": f"L={b['exit_layer']}", "context": b.get("context", "sentence")
+        vs = {"depth": f"L={b['exit_layer']}", "context": context_of(b.get("context")).name
               }.get(against, f"r={b['r']}")
         out.append(f"| {r['dataset']} | {r['model']} | {r['r']} | {r['unmask']} | "
                    f"{layer_cell(r)} | " + (f"{context_cell(r)} | " if ctx else "")
@@ -89,7 +90,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         return r["val_f1"]["mean"] if r["val_f1"]["mean"] is not None else -1.0
 
     for r in rows:
-        k = (*budget(r), r["model"], r["finetune"] == PROBE, r.get("context", "sentence"))
+        k = (*budget(r), r["model"], r["finetune"] == PROBE, context_of(r.get("context")).name)
         if r["test_f1"]["mean"] is not None and (k not in best or val(r) > val(best[k])):
             best[k] = r
     for (ds, n_train, n_test, model, *_), r in sorted(best.items()):
@@ -119,7 +120,8 @@ def bench_markdown(data: dict[str, Any]) -> str:
            "| ms/sent (alone) | padding | GFLOP/sent | share of ceiling | peak MB |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for b in data.get("rows", []):
-        mode = b["mode"] + (", document" if b.get("context") == "document" else "")
+        context = context_of(b.get("context"))
+        mode = b["mode"] + (f", {context.name}" if context.documents else "")
         out.append(f"| {b['model']} | {mode} | {b.get('precision') or 'fp32'} | "
                    f"{b['repetitions']} | {b['exit_layer'] or 'all'} | {b['layers_computed']} | "
                    f"{b['sentences_per_second']:.1f} | {b['tokens_per_second']:.0f} | "

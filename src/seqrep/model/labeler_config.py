@@ -1,6 +1,7 @@
 """What a labeler is: :class:`LabelerConfig`, validated against the strategy tables it names
 (the copy and subtoken reads of :mod:`seqrep.encode.repeat`, the fine-tuning modes of
-:mod:`seqrep.model.tuning`, the tasks and decodings of :mod:`seqrep.tasks`).
+:mod:`seqrep.model.tuning`, the tasks and decodings of :mod:`seqrep.tasks`, the contexts of
+:mod:`seqrep.contexts`).
 
 It sits in the model package, below those who train and run a labeler, so that the labeler and
 its folders build it without an import back up; :mod:`seqrep.config` shows it beside the other
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from seqrep.configbase import ConfigBase, check_choice, check_types
 from seqrep.configbase import option as _f  # every field line uses it
+from seqrep.contexts import CONTEXTS, SENTENCE, contexts_help
 from seqrep.encode.repeat import COPY_READS, SUBTOKEN_READS
 from seqrep.errors import ConfigError
 from seqrep.model.tuning import MODES, modes_help
@@ -69,11 +71,7 @@ class LabelerConfig(ConfigBase):
     max_subtokens: int = _f(256, "subtokens per copy, at most what the model's positions "
                                  "hold for k copies (a labeler cuts it to that and records "
                                  "it); longer sentences are cut into overlapping windows")
-    context: str = _f("sentence", "what a model row holds: sentence (each sentence alone) "
-                                  "or document (consecutive sentences of one document, in "
-                                  "windows of --context-tokens; each word is read from the "
-                                  "window where it has the most context; sentences without "
-                                  "a document id stay alone)")
+    context: str = _f(SENTENCE.name, contexts_help())
     context_tokens: int = _f(256, "with context=document: subtokens per copy of a document "
                                   "window (cut to what the model's positions hold for k "
                                   "copies); a longer sentence is windowed")
@@ -129,7 +127,7 @@ class LabelerConfig(ConfigBase):
         check_choice("dtype", self.dtype, ("float32", "bfloat16", "float16"))
         check_decoding(self.decoding)
         check_choice("attn_implementation", self.attn_implementation, ATTENTION)
-        check_choice("context", self.context, ("sentence", "document"))
+        check_choice("context", self.context, tuple(CONTEXTS))
         if not 1 <= self.context_tokens <= LIMITS["max_subtokens"][1]:
             raise ConfigError(f"context_tokens={self.context_tokens}; expected 1 to "
                               f"{LIMITS['max_subtokens'][1]}")

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from seqrep.contexts import labeler_context
 from seqrep.encode.batch import MAX_TOKENS
 from seqrep.encode.document import documents
 from seqrep.labeler_protocol import Labeler
@@ -95,7 +96,7 @@ class Job:
 
 def _documentwise(labeler: Labeler) -> bool:
     """Whether ``labeler`` reads documents (``context="document"``)."""
-    return getattr(labeler.config, "context", "sentence") == "document"
+    return labeler_context(labeler).documents
 
 
 class _Cached:

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from seqrep.config import LabelerConfig
+from seqrep.contexts import context_of
 from seqrep.data.splits import TrainData, pick
 from seqrep.data.types import Sentence
 from seqrep.evaluate import layer_scores
@@ -25,7 +26,7 @@ from seqrep.model.tuning import FROZEN
 def features(labeler: SequenceLabeler, sentences: list[Sentence], layers: list[int],
              batch_size: int) -> torch.Tensor:
     """``(words, len(layers), H)`` fp16 states of all words of ``sentences``, in order."""
-    docs = [s.doc_id for s in sentences] if labeler.config.context == "document" else None
+    docs = context_of(labeler.config.context).doc_ids(sentences)
     states = labeler.layer_states([s.words for s in sentences], layers, batch_size, docs=docs)
     return torch.cat(states).half()
 
@@ -96,7 +97,7 @@ def choose_exit_layer(config: LabelerConfig, data: TrainData, sentences: int = 1
     """
     train = data.train
     if len(train) > sentences:
-        whole = "document" if config.context == "document" else unit
+        whole = context_of(config.context).subset_unit(unit)
         train = [train[i] for i in pick(train, sentences, whole, random.Random(seed))]
     probe = SequenceLabeler.from_model(**config.replace(exit_layer=None,
                                                         finetune=FROZEN).to_dict()).eval()

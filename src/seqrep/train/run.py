@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.contexts import context_of
 from seqrep.data.splits import load_data
 from seqrep.errors import SeqrepError
 from seqrep.evaluate import check_labels, check_test_labels
@@ -246,14 +247,11 @@ def checked_data(labeler_config: LabelerConfig, train_config: TrainConfig,
                               task=task)
     data.eval = check_labels(data.eval, labeler_config.labels, "the validation split", task=task)
     data.test = check_test_labels(data.test, labeler_config.labels, task=task)
-    if labeler_config.context == "document":
-        from seqrep.encode.document import missing_documents_notice
-
-        notice = missing_documents_notice({"the training split": data.train,
-                                           data.validation_source: data.eval,
-                                           "the test split": data.test})
-        if notice and os.environ.get("RANK", "0") == "0":  # once per launch, as say_notes
-            print(notice, file=sys.stderr, flush=True)
+    notice = context_of(labeler_config.context).notice({
+        "the training split": data.train, data.validation_source: data.eval,
+        "the test split": data.test})
+    if notice and os.environ.get("RANK", "0") == "0":  # once per launch, as say_notes
+        print(notice, file=sys.stderr, flush=True)
     return labeler_config, data
 
 
