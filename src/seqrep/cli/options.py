@@ -149,11 +149,3 @@ def parse_label_map(items: list[str] | None) -> dict[str, str]:
         old, new = item.split("=", 1)
         out[old.strip()] = new.strip()
     return out
-
-
-def check_decoding(value: str | None) -> str | None:
-    """``--decoding``'s check, as a typer callback: a value other than greedy or constrained
-    is one line and exit 2 while the options are read, before any model loads."""
-    from seqrep.config import InferenceConfig
-
-    return InferenceConfig.check("decoding", value)
