@@ -25,24 +25,22 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import seqrep
 from seqrep.config import LabelerConfig
 from seqrep.data.tags import split_tag
 from seqrep.serve.batcher import Batcher, Closed, QueueFull, WorkerDead
 from seqrep.serve.metrics import Metrics
-from seqrep.serve.middleware import ApiError, BodyLimit, Observe, error_response
+from seqrep.serve.middleware import ApiError, BodyLimit, Observe, add_error_handlers
 from seqrep.serve.schemas import HFEntity, HFRequest, LabelRequest, LabelResponse, ModelInfo
 from seqrep.serve.settings import ServeSettings
 
@@ -186,24 +184,6 @@ def _words_texts(words: list[list[str]]) -> list[str]:
     return [" ".join(sentence) for sentence in words]
 
 
-def _validation_message(errors: list[dict]) -> tuple[str, list[str], list[dict]]:
-    fields, parts, clean = [], [], []
-    for e in errors:
-        loc = [str(x) for x in e.get("loc", ()) if x != "body"]
-        name = ".".join(loc) or "body"
-        msg = e.get("msg", "invalid")
-        if e.get("type") == "json_invalid":
-            name = "body"
-            msg = f"not valid JSON ({e.get('ctx', {}).get('error', 'decode error')} at "\
-                  f"character {loc[0] if loc else '?'})"
-        elif e.get("type") in ("model_attributes_type", "dict_type") and not loc:
-            msg = "the body must be a JSON object (send Content-Type: application/json)"
-        fields.append(name)
-        parts.append(f"{name}: {msg}")
-        clean.append({"loc": list(e.get("loc", ())), "msg": msg, "type": e.get("type")})
-    return "; ".join(parts), fields, clean
-
-
 def _hf_words(record: dict[str, Any], ignore: set[str]) -> list[dict[str, Any]]:
     """HF's ``aggregation_strategy: none`` entities of one record: one per word whose tag is
     not ignored, ``index`` counting the words of the whole text from 0."""
@@ -246,19 +226,50 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
     """
     if run_dir is None and labeler is None:
         raise ValueError("give run_dir or labeler")
-    settings = settings or ServeSettings()
+    state = _serving(run_dir, labeler, settings or ServeSettings())
+    state.runtime, state.device, state.precision = runtime, device, precision
+    # FastAPIOffline: the /docs and /redoc pages load their scripts from this server
+    # (fastapi-offline's copies, under /docs-assets), not from a CDN: they work offline
+    app = FastAPIOffline(title="seqrep", version=seqrep.__version__,
+                         lifespan=_lifespan(state, run_dir and Path(run_dir)),
+                         static_url=DOCS_ASSETS,
+                         description="Sequence labeling with decoder-only language models by "
+                                     "sequence repetition. Spans carry character offsets into "
+                                     "the text as sent: `text[start:end] == span.text`.")
+    app.state.seqrep = state
+    paths: set[str] = set()  # filled below: route templates, for the metrics' labels
+    app.add_middleware(BodyLimit, limit=state.settings.max_body_bytes)
+    app.add_middleware(Observe, metrics=state.metrics, paths=paths)
+    add_error_handlers(app)
+    _status_routes(app, state)
+    _label_routes(app, state)
+    _metrics_route(app, state)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    paths.update(getattr(r, "path", "") for r in app.routes)
+    return app
+
+
+def _serving(run_dir: str | Path | None, labeler: SequenceLabeler | None,
+             settings: ServeSettings) -> _State:
+    """What the app serves: ``labeler``, or the config of ``run_dir`` (read now, so a folder
+    that holds no labeler fails with one line before the server starts)."""
     config = labeler.config if labeler is not None else None
     if config is None:
         from seqrep.model.io import read_config
 
         config = read_config(Path(run_dir))  # fails now, with one line, if not a labeler
     source = str(run_dir) if run_dir is not None else config.model
-    state = _State(source, config, labeler, settings)
-    state.runtime, state.device, state.precision = runtime, device, precision
+    return _State(source, config, labeler, settings)
+
+
+def _lifespan(state: _State, run_dir: Path | None
+              ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: the model loads in a thread at startup; at shutdown the load is
+    waited for and the batcher closed."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # noqa: ANN202
-        loader = threading.Thread(target=state.load, args=(run_dir and Path(run_dir),),
+        loader = threading.Thread(target=state.load, args=(run_dir,),
                                   name="seqrep-load", daemon=True)
         loader.start()
         yield
@@ -266,43 +277,12 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
         await asyncio.get_running_loop().run_in_executor(None, loader.join)
         await asyncio.get_running_loop().run_in_executor(None, state.shutdown)
 
-    # FastAPIOffline: the /docs and /redoc pages load their scripts from this server
-    # (fastapi-offline's copies, under /docs-assets), not from a CDN: they work offline
-    app = FastAPIOffline(title="seqrep", version=seqrep.__version__, lifespan=lifespan,
-                         static_url=DOCS_ASSETS,
-                         description="Sequence labeling with decoder-only language models by "
-                                     "sequence repetition. Spans carry character offsets into "
-                                     "the text as sent: `text[start:end] == span.text`.")
-    app.state.seqrep = state
-    paths: set[str] = set()  # filled below: route templates, for the metrics' labels
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
-    app.add_middleware(Observe, metrics=state.metrics, paths=paths)
+    return lifespan
 
-    # ------------------------------------------------------------------ errors as JSON
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        message, fields, errors = _validation_message(list(exc.errors()))
-        request.scope["seqrep_error"] = "validation"
-        return error_response(422, "validation", message, fields=fields, detail=errors)
 
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        if isinstance(exc, ApiError):
-            request.scope["seqrep_error"] = exc.kind
-            return error_response(exc.status_code, exc.kind, exc.detail, exc.headers, **exc.extra)
-        if exc.status_code == 400:  # FastAPI could not parse the body (nested too deeply ...)
-            request.scope["seqrep_error"] = "validation"
-            return error_response(422, "validation", "body: could not be read as JSON (nested too "
-                          "deeply, or not JSON)", fields=["body"])
-        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http")
-        return error_response(exc.status_code, kind, str(exc.detail), exc.headers)
+def _status_routes(app: FastAPI, state: _State) -> None:
+    """``GET /`` (the page), ``/health`` and ``/v1/model``."""
 
-    @app.exception_handler(Exception)
-    async def _internal(request: Request, exc: Exception) -> JSONResponse:
-        log.error("internal error on %s", request.url.path, exc_info=exc)
-        return error_response(500, "internal", "internal server error (logged on the server)")
-
-    # ------------------------------------------------------------------ routes
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html")
@@ -315,7 +295,7 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
         if state.ready.is_set():
             return JSONResponse({"status": "ok"})
         return JSONResponse({"status": "loading"}, 503,
-                            headers={"Retry-After": str(settings.retry_after_s)})
+                            headers={"Retry-After": str(state.settings.retry_after_s)})
 
     @app.get("/v1/model", response_model=ModelInfo)
     async def model_info() -> dict[str, Any]:
@@ -331,7 +311,12 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
                 "unmask": cfg.unmask, "decoding": cfg.decoding, "finetune": cfg.finetune,
                 **ran_on(state.labeler),
                 "seqrep_version": seqrep.__version__, "loaded": state.ready.is_set(),
-                "limits": asdict(settings) | {"max_body_bytes": settings.max_body_bytes}}
+                "limits": asdict(state.settings)
+                | {"max_body_bytes": state.settings.max_body_bytes}}
+
+
+def _label_routes(app: FastAPI, state: _State) -> None:
+    """``POST /v1/label``, and Hugging Face's token classification at ``/v1/hf`` and ``/``."""
 
     @app.post("/v1/label", response_model=None, responses={
         200: {"model": LabelResponse}, 413: {"description": "over --max-texts or "
@@ -342,12 +327,12 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
         """Label raw texts (or pre-tokenized sentences): spans with character offsets, the
         records ``seqrep predict`` prints."""
         if body.words is not None:
-            _check_texts([""] * len(body.words), "words", settings)
+            _check_texts([""] * len(body.words), "words", state.settings)
             texts, pretokenized, field = _words_texts(body.words), True, "words"
         else:
             texts = [body.text] if body.text is not None else list(body.texts or [])
             pretokenized, field = False, "text" if body.text is not None else "texts"
-        _check_texts(texts, field, settings)
+        _check_texts(texts, field, state.settings)
         records = await state.label(texts, pretokenized, body.decoding,
                                     _disconnected(request))
         return JSONResponse({"decoding": body.decoding or state.config.decoding,
@@ -361,7 +346,7 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
         ``ignore_labels`` are refused with 422."""
         single = isinstance(body.inputs, str)
         texts = [body.inputs] if single else list(body.inputs)
-        _check_texts(texts, "inputs", settings)
+        _check_texts(texts, "inputs", state.settings)
         params = body.parameters
         per_word = params is not None and params.aggregation_strategy == "none"
         ignore = set(params.ignore_labels if params and params.ignore_labels is not None
@@ -380,15 +365,13 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
     app.post("/v1/hf", response_model=None, responses=hf_doc, summary="Hf")(hf)
     app.post("/", response_model=None, responses=hf_doc, summary="Hf at the root")(hf)
 
+
+def _metrics_route(app: FastAPI, state: _State) -> None:
+    """``GET /metrics``."""
+
     @app.get("/metrics", include_in_schema=True)
     async def metrics() -> Response:
         """Prometheus text format (this server's own registry)."""
         if state.batcher is not None:
             state.metrics.queue_depth.set(state.batcher.depth)
         return Response(state.metrics.render(), media_type=state.metrics.content_type)
-
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    paths.update(getattr(r, "path", "") for r in app.routes)
-    return app
-
-

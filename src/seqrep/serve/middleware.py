@@ -1,19 +1,25 @@
 """The server's JSON errors and its two pure ASGI middlewares (request metrics, body limit).
 
 Every error a client sees is ``{"error": {"code", "type", "message", ...}}`` with its status;
-:class:`ApiError` carries one from a route, :func:`error_response` writes one.
+:class:`ApiError` carries one from a route, :func:`error_response` writes one, and
+:func:`add_error_handlers` makes an app answer every other error that way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any
 
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from seqrep.serve.metrics import Metrics
+
+log = logging.getLogger("seqrep.serve")
 
 #: HTTP methods that get a series of their own in the metrics; any other is counted as
 #: "other", so a client cannot add series by inventing methods.
@@ -34,6 +40,53 @@ def error_response(status: int, kind: str, message: str, headers: dict | None = 
            **extra: Any) -> JSONResponse:
     return JSONResponse({"error": {"code": status, "type": kind, "message": message, **extra}},
                         status, headers=headers)
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Answer every error of ``app`` as JSON: a body that does not validate names its fields
+    (422), an :class:`ApiError` is answered as it says, FastAPI's own HTTP errors get a type,
+    and anything else is logged and answered 500 without a traceback."""
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        message, fields, errors = _validation_message(list(exc.errors()))
+        request.scope["seqrep_error"] = "validation"
+        return error_response(422, "validation", message, fields=fields, detail=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if isinstance(exc, ApiError):
+            request.scope["seqrep_error"] = exc.kind
+            return error_response(exc.status_code, exc.kind, exc.detail, exc.headers, **exc.extra)
+        if exc.status_code == 400:  # FastAPI could not parse the body (nested too deeply ...)
+            request.scope["seqrep_error"] = "validation"
+            return error_response(422, "validation", "body: could not be read as JSON (nested too "
+                                  "deeply, or not JSON)", fields=["body"])
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http")
+        return error_response(exc.status_code, kind, str(exc.detail), exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        log.error("internal error on %s", request.url.path, exc_info=exc)
+        return error_response(500, "internal", "internal server error (logged on the server)")
+
+
+def _validation_message(errors: list[dict]) -> tuple[str, list[str], list[dict]]:
+    fields, parts, clean = [], [], []
+    for e in errors:
+        loc = [str(x) for x in e.get("loc", ()) if x != "body"]
+        name = ".".join(loc) or "body"
+        msg = e.get("msg", "invalid")
+        if e.get("type") == "json_invalid":
+            name = "body"
+            msg = f"not valid JSON ({e.get('ctx', {}).get('error', 'decode error')} at "\
+                  f"character {loc[0] if loc else '?'})"
+        elif e.get("type") in ("model_attributes_type", "dict_type") and not loc:
+            msg = "the body must be a JSON object (send Content-Type: application/json)"
+        fields.append(name)
+        parts.append(f"{name}: {msg}")
+        clean.append({"loc": list(e.get("loc", ())), "msg": msg, "type": e.get("type")})
+    return "; ".join(parts), fields, clean
 
 
 class Observe:
