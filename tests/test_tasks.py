@@ -57,6 +57,18 @@ def test_task_names() -> None:
         task_of("pos")
 
 
+def test_a_config_checks_its_labels_by_its_task() -> None:
+    """'O' must come first where tags are IOB2: a spans config, and an auto one (read as
+    spans until training resolves it); a token tagger's plain tags may hold 'O' anywhere."""
+    from seqrep.config import LabelerConfig
+
+    for task in ("spans", "auto"):
+        with pytest.raises(ConfigError, match="^labels must list 'O' first$"):
+            LabelerConfig(task=task, labels=["B-PER", "O", "I-PER"])
+    assert list(LabelerConfig(task="tokens", labels=["ADJ", "O", "X"]).labels) == \
+        ["ADJ", "O", "X"]
+
+
 def test_decoding_names_are_checked_in_one_place() -> None:
     assert check_decoding("greedy") == "greedy"
     assert check_decoding("auto", auto=True) == "auto"
