@@ -35,6 +35,25 @@ def _byte_bpe_tokenizer():
                                    unk_token="<unk>")
 
 
+def _roberta_tokenizer():
+    """RoBERTa's layout: byte-level BPE, ``<s> $A </s>``, ``<pad>`` at id 1 (the padding_idx
+    its positions are numbered after)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(CORPUS * 3, trainer)
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
+                                   cls_token="<s>", sep_token="</s>", pad_token="<pad>",
+                                   unk_token="<unk>")
+
+
 def _wordpiece_tokenizer():
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
@@ -78,6 +97,10 @@ def _config(family: str, vocab: int, layers: int):
     if family == "mpnet":  # an encoder without an sdpa path (all-mpnet-base-v2's family)
         return tf.MPNetConfig(vocab_size=vocab, num_hidden_layers=layers, hidden_size=32,
                               intermediate_size=64, num_attention_heads=4)
+    if family == "roberta":  # positions numbered from padding_idx + 1 = 2
+        return tf.RobertaConfig(vocab_size=vocab, num_hidden_layers=layers, hidden_size=32,
+                                intermediate_size=64, num_attention_heads=4, pad_token_id=1,
+                                bos_token_id=0, eos_token_id=2)
     raise ValueError(family)
 
 
@@ -91,7 +114,8 @@ def make_tiny(root: Path, family: str, layers: int = 4, seed: int = 0) -> Path:
     path = root / f"{family}-{layers}"
     if (path / "config.json").exists():
         return path
-    tok = _wordpiece_tokenizer() if family in ("bert", "mpnet") else _byte_bpe_tokenizer()
+    tok = _wordpiece_tokenizer() if family in ("bert", "mpnet") else \
+        _roberta_tokenizer() if family == "roberta" else _byte_bpe_tokenizer()
     torch.manual_seed(seed)
     config = _config(family, len(tok), layers)
     model = AutoModel.from_config(config)

@@ -210,9 +210,6 @@ def export_labeler(labeler: SequenceLabeler, out_dir: str | Path, opset: int = D
     from seqrep.fileio import atomic_dir, write_json
     from seqrep.model.backbone import quiet_transformers
 
-    if labeler.backbone_info.is_encoder:
-        raise ConfigError("ONNX export covers decoder backbones (Llama, Qwen, Gemma, ...); "
-                          f"{labeler.config.model} is an encoder")
     if getattr(labeler.backbone, "is_loaded_in_4bit", False):
         raise ConfigError("a 4-bit (qlora) backbone cannot be exported; export_onnx puts a "
                           "QLoRA run's adapter on the full-precision base and merges it")
@@ -270,7 +267,8 @@ def export_labeler(labeler: SequenceLabeler, out_dir: str | Path, opset: int = D
             "outputs": {"logits": ["words", "labels"], "states": ["words", "hidden"]},
             "backbone": {"source": info.source, "total_layers": info.total_layers,
                          "num_layers": info.num_layers, "hidden_size": info.hidden_size,
-                         "pad_id": info.pad_id, "is_encoder": info.is_encoder},
+                         "pad_id": info.pad_id, "is_encoder": info.is_encoder,
+                         "first_position": info.first_position},
             "unmasked_layers": list(labeler.layers_unmasked),
             "labeler": labeler.config.to_dict(), "export_seconds": round(seconds, 2),
         }

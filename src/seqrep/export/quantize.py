@@ -21,7 +21,7 @@ from typing import Any
 INT8_FILE = "model.int8.onnx"
 INT8_RECIPE = ("onnxruntime quantize_dynamic: int8 per-channel weights (reduce_range), dynamic "
                "uint8 activations, linear MatMuls only; first and last layers' linears and "
-               "every down_proj in fp32")
+               "every MLP down-projection (down_proj, an encoder's output.dense) in fp32")
 
 
 def linear_matmuls(model: Any) -> dict[str, str]:
@@ -43,14 +43,19 @@ def linear_matmuls(model: Any) -> dict[str, str]:
     return out
 
 
+# the MLP's down-projection: a decoder's down_proj; a BERT-type encoder's (BERT, RoBERTa,
+# MPNet) layer.N.output.dense (not the attention's attention.output.dense)
+_DOWN = re.compile(r"(down_proj|\.layer\.\d+\.output\.dense)$")
+
+
 def sensitive(modules: dict[str, str], num_layers: int) -> list[str]:
-    """The nodes kept in fp32: every linear of the first and last layers, and every MLP
-    down-projection."""
+    """The nodes kept in fp32: every linear of the first and last layers (a decoder's
+    ``layers.N``, a BERT-type encoder's ``layer.N``), and every MLP down-projection."""
     keep = []
     for name, module in modules.items():
-        m = re.search(r"layers\.(\d+)\.", module)
+        m = re.search(r"layers?\.(\d+)\.", module)
         layer = int(m.group(1)) if m else -1
-        if layer in (0, num_layers - 1) or module.endswith("down_proj"):
+        if layer in (0, num_layers - 1) or _DOWN.search(module):
             keep.append(name)
     return keep
 

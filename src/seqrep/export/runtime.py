@@ -238,7 +238,8 @@ def _info(meta: dict[str, Any]) -> BackboneInfo:
     try:
         return BackboneInfo(str(b.get("source", "")), bool(b.get("is_encoder", False)),
                             int(b["total_layers"]), int(b["num_layers"]),
-                            int(b["hidden_size"]), int(b.get("pad_id", 0)))
+                            int(b["hidden_size"]), int(b.get("pad_id", 0)),
+                            int(b.get("first_position", 0)))
     except (KeyError, TypeError, ValueError) as err:
         raise ModelError(f"{META_FILE}: incomplete backbone facts ({err})") from None
 
