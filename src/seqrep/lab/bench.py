@@ -1,9 +1,11 @@
 """Inference benchmark: our cut model against the full-forward way of reading layer L, an
 encoder, and this machine's matrix-multiply rate; the cut model under each precision or
-runtime side by side (PyTorch fp32 and bf16 autocast, ONNX Runtime fp32 and int8); with
-``--context sentence,document`` the PyTorch cut rows and the encoders also run with document
-context (rows of consecutive sentences of the split's documents), and ``context_ratios`` gives
-document against sentence sentences/s of each setting, measured in the same run.
+runtime side by side (PyTorch fp32 and bf16 autocast, ONNX Runtime fp32 and int8; the
+encoders in fp32 and on the ONNX runtimes asked, each from its own export); with
+``--context sentence,document`` the PyTorch rows (cut model and encoders) also run with
+document context (rows of consecutive sentences of the split's documents), and
+``context_ratios`` gives document against sentence sentences/s of each setting, measured in
+the same run.
 
 Each configuration runs in a fresh process, so its peak resident memory is its own.
 FLOPs per sentence are counted analytically by :mod:`seqrep.lab.speed` (the primitives
@@ -61,7 +63,8 @@ class BenchConfig:
     precisions: tuple[str, ...] = _f(("fp32",), (
         "comma list of how the cut model runs, each measured side by side: PyTorch fp32 or "
         "bf16 autocast (each against the matmul ceiling of its own precision), or ONNX "
-        "Runtime: onnx (fp32), onnx-int8 (the shipped int8 recipe)"))
+        "Runtime: onnx (fp32), onnx-int8 (the shipped int8 recipe); the encoders run in fp32 "
+        "and on each ONNX runtime asked"))
     device: str = _f(InferenceConfig.device, (
         "where the models and the matmul ceiling run: auto, cpu, cuda, cuda:N or mps (auto "
         "as on the other commands, but the CPU when an ONNX row is asked: ONNX Runtime runs "
@@ -291,8 +294,11 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     if cfg.baseline:
         jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32", SENTENCE.name)
                  for r in cfg.repetitions for layer in cfg.exit_layers if layer is not None]
-    jobs += [(name.strip(), 0, None, "encoder", "fp32", c)
-             for name in (cfg.encoder or "").split(",") if name.strip() for c in cfg.context]
+    # encoders: PyTorch fp32 at each context, and the run's ONNX runtimes (sentence context)
+    jobs += [(name.strip(), 0, None, "encoder", p, c)
+             for name in (cfg.encoder or "").split(",") if name.strip()
+             for p in ("fp32", *filter(_onnx, cfg.precisions)) for c in cfg.context
+             if c == "sentence" or _onnx(p) is None]
     ceilings = {}
     for precision in dict.fromkeys(("fp32", *map(_ceiling_precision, cfg.precisions))):
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
@@ -304,11 +310,13 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
              f"of {ceilings[precision]['shapes']})")
     rows = []
     scratch = tempfile.TemporaryDirectory(prefix="seqrep-bench-")  # the ONNX exports
+    models: dict[str, int] = {}  # an export folder per model (the decoder, each encoder)
     for model, r, layer, mode, precision, context in jobs:
         exported = None
         onnx = _onnx(precision)
         if onnx is not None:
-            exported = str(Path(scratch.name) / f"r{r}-L{layer}")
+            index = models.setdefault(model, len(models))
+            exported = str(Path(scratch.name) / f"{index}-r{r}-L{layer}")
             with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
                 pool.submit(_export, model, r, layer, exported, onnx.variant,
                             cfg.threads).result()
