@@ -298,7 +298,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     jobs += [(name.strip(), 0, None, "encoder", p, c)
              for name in (cfg.encoder or "").split(",") if name.strip()
              for p in ("fp32", *filter(_onnx, cfg.precisions)) for c in cfg.context
-             if c == "sentence" or _onnx(p) is None]
+             if not context_of(c).documents or _onnx(p) is None]
     ceilings = {}
     for precision in dict.fromkeys(("fp32", *map(_ceiling_precision, cfg.precisions))):
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
