@@ -78,6 +78,26 @@ def test_auto_decoding_reports_the_decoding_it_saves(tiny, corpus, tmp_path: Pat
     assert evaluate(reloaded, val)["f1"] == pytest.approx(best["f1"])
 
 
+@pytest.mark.parametrize("asked,kept", [("constrained", "constrained"), ("auto", "greedy")])
+def test_the_run_keeps_the_decoding_asked_for(tiny, corpus, tmp_path: Path, monkeypatch,
+                                              asked: str, kept: str) -> None:
+    """Validation scores set by hand, greedy's F1 (0.6) strictly above constrained's (0.5): a
+    run asked for constrained logs, keeps and saves constrained; auto takes greedy."""
+    import seqrep.train.loop as loop
+
+    def fixed(logits, gold, labels, task="spans"):  # noqa: ANN001, ANN202
+        row = {"precision": 0.5, "recall": 0.5, "predicted_spans": 1, "gold_spans": 1}
+        return {"greedy": {**row, "f1": 0.6}, "constrained": {**row, "f1": 0.5}}
+
+    monkeypatch.setattr(loop, "scores_by_decoding", fixed)
+    out = tmp_path / "run"
+    metrics = train(*configs(tiny("llama"), corpus, epochs=1, decoding=asked), out, quiet=True)
+    f1 = {"greedy": 0.6, "constrained": 0.5}[kept]
+    assert {(r["decoding"], r["f1"]) for r in log_of(out)} == {(kept, f1)}
+    assert metrics["decoding"] == kept
+    assert SequenceLabeler.from_pretrained(out).config.decoding == kept
+
+
 def test_full_finetuning_reloads_the_trained_weights(tiny, corpus, tmp_path: Path) -> None:
     """A reloaded fully fine-tuned labeler differs from the base backbone with the same head:
     if from_pretrained loaded the base model, its logits would equal that model's."""
