@@ -107,6 +107,20 @@ def test_one_step_moves_the_biases_and_the_head_only_and_the_folder_keeps_them(
         assert torch.equal(x, y)
 
 
+@pytest.mark.parametrize("mode", ["full", "lora"])
+def test_a_reloaded_labeler_trains_nothing(tiny, tmp_path: Path, mode: str) -> None:
+    """A saved labeler is rebuilt in a mode that adds nothing and trains nothing before its
+    own weights go on (tuning.REBUILT): no backbone weight of the reloaded model, a full run's
+    or a LoRA adapter's, asks for a gradient."""
+    lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, finetune=mode,
+                                     repetitions=1, exit_layer=3)
+    assert any(p.requires_grad for p in lab.backbone.parameters())
+    lab.save_pretrained(tmp_path / "saved")
+    back = SequenceLabeler.from_pretrained(tmp_path / "saved")
+    assert back.config.finetune == mode
+    assert not [n for n, p in back.backbone.named_parameters() if p.requires_grad]
+
+
 def test_a_run_trains_with_the_modes_rates_and_reloads(tiny, bias_only: str,
                                                       tmp_path: Path) -> None:
     model = tiny("qwen2")
