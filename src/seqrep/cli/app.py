@@ -6,7 +6,9 @@ code 2; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import functools
 import sys
+from typing import Any
 
 import typer
 
@@ -48,6 +50,17 @@ def _register() -> None:
 _register()
 
 
+@functools.cache
+def _command() -> Any:
+    """The click command typer builds from ``app`` (about 9 ms): once per process, not once
+    per :func:`main` call (the suite calls main in-process hundreds of times). Typer's own
+    ``app()`` adds only its pretty-exception hook, which ``pretty_exceptions_enable=False``
+    turns into the interpreter's hook anyway."""
+    import typer.main
+
+    return typer.main.get_command(app)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script.
 
@@ -58,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     from typer._click.exceptions import NoArgsIsHelpError
 
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = _command()(args=argv, standalone_mode=False)
         if isinstance(code, int) and not isinstance(code, bool) and code:
             # typer returns a raised Exit's code (130 for Ctrl-C) instead of exiting with it
             if code == 130:
