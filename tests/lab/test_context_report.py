@@ -174,3 +174,22 @@ def test_the_issue24_grid_pairs_each_setting_across_contexts() -> None:
     gemma = [r for r in runs if r.labeler.model == "gemma3-270m"]
     assert {(r.labeler.repetitions, r.labeler.exit_layer, r.train.lr) for r in gemma} == \
         {(0, 12, 5e-5), (1, 12, 5e-5)}
+
+
+def test_a_setting_s_sentence_row_comes_before_its_document_row() -> None:
+    """Whatever order the store lists them in (here: reversed, document runs first)."""
+    rows = group(list(reversed(records())))
+    assert [(r["r"], r["context"]) for r in rows] == \
+        [(0, "sentence"), (0, "document"), (1, "sentence"), (1, "document")]
+
+
+def test_the_best_setting_is_chosen_at_each_context() -> None:
+    md = markdown(group(records())).split("### Best setting")[1]
+    # validation F1 = test F1 + 1: sentence r=1 has 90.00 / 89.00, document r=1 92.00 / 91.00
+    # (the r=0 settings have lower validation F1 in their contexts)
+    assert "at each context" in md
+    assert ("| conll2003 | 2004 / 3453 | gemma3-270m | full | 5e-05 | 1 | none | 12 | sentence "
+            "| 90.00") in md
+    assert ("| conll2003 | 2004 / 3453 | gemma3-270m | full | 5e-05 | 1 | none | 12 | "
+            "document 256 | 92.00") in md
+    assert md.count("| gemma3-270m |") == 2
