@@ -254,3 +254,14 @@ def test_a_resume_point_moves_back_to_its_document_s_first_line(tmp_path: Path) 
                                          for d in ["a", "a", None, "b", "b"]])
     # lines done -> lines kept: inside "a" back to 0, inside "b" back to 3, else unchanged
     assert [document_start(src, done) for done in range(6)] == [0, 0, 2, 3, 3, 5]
+
+
+def test_word_lists_and_raw_texts_mix_in_one_document(lab: SequenceLabeler) -> None:
+    """A word list is one sentence of its words even beside raw texts (as raw text,
+    "Blackburn. Left" would be split into two sentences and "." cut off)."""
+    a, words = words_of(TEXT), ["Peter", "Blackburn.", "Left"]
+    for texts, pre, sents in (([TEXT, " ".join(words)], [False, True], a + [words]),
+                              ([" ".join(words), TEXT], [True, False], [words] + a)):
+        got = predict_text(lab, texts, pretokenized=pre, docs=["x", "x"])
+        assert [s["words"] for r in got for s in r["sentences"]] == sents
+        assert record_tags(got) == tags_of(lab, sents, ["x"] * 4)

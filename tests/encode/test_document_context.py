@@ -94,3 +94,19 @@ def test_the_missing_documents_notice_names_the_splits_without_any() -> None:
                             "dev": []})
     assert line is not None and "\n" not in line
     assert "test has no document ids" in line and "train" not in line
+
+
+def test_a_word_cut_with_its_separator_is_still_read_inside_itself() -> None:
+    """A word longer than a copy (2 subtokens here) after a sentence boundary: separator and
+    word [20, 21, 22] (20 a space-only lead) are cut to [99, 20], so only the lead is left,
+    and it is read: the read stays inside the word, never past it (on the next sentence's
+    30) and never an empty mean."""
+    word_ids = [[[10]], [[20, 21, 22], [30]]]
+    leads = [[0], [1, 0]]
+    for subtoken in ("first", "mean"):
+        spec = RepeatSpec(repetitions=0, subtoken=subtoken, max_subtokens=2)
+        ((seg, places),) = encode_document(word_ids, spec, limit=100, separator=(99,),
+                                           leads=leads)
+        assert seg.input_ids == (10, 99, 20, 30)
+        assert places == ((0, 0), (1, 0), (1, 1))
+        assert seg.reads == ((0,), (2,), (3,))

@@ -112,3 +112,31 @@ def test_spacy_doc_is_one_document(doc_dir, doc_lab) -> None:
         spans = [(s["start"], s["end"], s["label"]) for s in record["spans"]
                  if s not in doc._.seqrep_unaligned]
         assert [(e.start_char, e.end_char, e.label_) for e in doc.ents] == spans
+
+
+def test_word_scores_of_a_request_of_several_texts_are_each_text_s_own(doc_lab) -> None:
+    """Each text of a request is its own document in the scores too."""
+    batcher = Batcher(doc_lab, max_batch_tokens=100_000, max_wait_ms=50)
+    job = batcher.submit(TEXTS[1:], word_scores=True)
+    batcher.start()
+    got = job.result(timeout=60)
+    batcher.close()
+    for record, text in zip(got, TEXTS[1:]):
+        sents = [[text[s:e] for s, e in w] for _, w in split_text(text)]
+        probs = [torch.softmax(x, -1).max(-1).values.tolist()
+                 for x in doc_lab.word_logits(sents, docs=[0] * len(sents))]
+        for sentence, p in zip(record["sentences"], probs, strict=True):
+            assert sentence["scores"] == pytest.approx(p, abs=1.5e-4)
+
+
+def test_a_short_text_of_two_sentences_is_one_row_in_the_batch_budget(doc_lab) -> None:
+    """The rows the batcher budgets are the document's: two short sentences within the
+    24-subtoken window are one model row, not one row per sentence."""
+    from seqrep.serve.batcher import Job, text_sentences
+
+    text = "Maria left. Boris came."
+    job = Job([text, text], pretokenized=False, decoding=None)
+    job.documents = [tuple(text_sentences(t)) for t in job.texts]
+    job.sentences = [s for d in job.documents for s in d]
+    assert len(job.sentences) == 4
+    assert len(Batcher(doc_lab)._rows(job)) == 2  # one row per text
