@@ -265,3 +265,24 @@ def test_word_lists_and_raw_texts_mix_in_one_document(lab: SequenceLabeler) -> N
         got = predict_text(lab, texts, pretokenized=pre, docs=["x", "x"])
         assert [s["words"] for r in got for s in r["sentences"]] == sents
         assert record_tags(got) == tags_of(lab, sents, ["x"] * 4)
+
+
+def test_a_resume_inside_a_later_document_keeps_the_lines_before_it(lab, tmp_path: Path
+                                                                     ) -> None:
+    """A partial output cut inside document "b" (lines 5-6, after line 5) keeps lines 1-4
+    as they were and relabels "b" from line 5: the output equals an uninterrupted run."""
+    src = _jsonl(tmp_path / "in.jsonl", ROWS)
+    assert predict_file(lab, src, tmp_path / "whole.jsonl", chunk=2) == len(ROWS)
+    partial = tmp_path / "again.jsonl.partial"
+
+    def stop(done: int, total: int) -> None:
+        if done >= 6:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        predict_file(lab, src, tmp_path / "again.jsonl", chunk=2, progress=stop)
+    lines = partial.read_bytes().split(b"\n")
+    assert len(lines) == 7 and lines[-1] == b""  # 6 records written
+    partial.write_bytes(b"\n".join(lines[:5]) + b"\n" + lines[5][:7])
+    assert predict_file(lab, src, tmp_path / "again.jsonl", chunk=2) == len(ROWS)
+    assert _records(tmp_path / "again.jsonl") == _records(tmp_path / "whole.jsonl")
