@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     import torch
 
     from seqrep.encode.batch import Batch
+    from seqrep.model.backbone import BackboneInfo
     from seqrep.model.labeler import SequenceLabeler
 
 DEFAULT_OPSET = 18
@@ -205,10 +206,37 @@ def export_labeler(labeler: SequenceLabeler, out_dir: str | Path, opset: int = D
     it (a saved full fine-tune reloads already cut)."""
     require_onnx("onnx", "onnxscript", "onnxruntime")
     import torch
-    from torch.export import Dim
 
     from seqrep.fileio import atomic_dir, write_json
     from seqrep.model.backbone import quiet_transformers
+
+    _check_exportable(labeler)
+    check_export_target(out_dir, source)
+    labeler.eval()
+    graph, example = _Graph.module(labeler), _example(labeler)
+    out_dir = Path(out_dir)
+    start = time.perf_counter()
+    with atomic_dir(out_dir) as tmp, quiet_transformers(), torch.no_grad(), _quiet_exporter():
+        _write_graph(labeler, graph, example, tmp / MODEL_FILE, opset)
+        seconds = time.perf_counter() - start
+        labeler.tokenizer.save_pretrained(str(tmp / "tokenizer"))
+        info = labeler.backbone_info
+        if total_layers:
+            info = dataclasses.replace(info, total_layers=int(total_layers))
+        write_json(tmp / "config.json", {"seqrep_version": seqrep.__version__,
+                                         "total_layers": info.total_layers,
+                                         "labeler": labeler.config.to_dict()})
+        meta = _meta(labeler, info, tmp, opset, source, seconds)
+        if check:
+            meta["check"] = _parity_check(labeler, tmp / MODEL_FILE, meta, tolerance)
+        write_json(tmp / META_FILE, meta)
+    return out_dir
+
+
+def _check_exportable(labeler: SequenceLabeler) -> None:
+    """Refuse (ConfigError) a labeler the export cannot trace: a 4-bit backbone, weights
+    other than fp32, a device other than the CPU."""
+    import torch
 
     if getattr(labeler.backbone, "is_loaded_in_4bit", False):
         raise ConfigError("a 4-bit (qlora) backbone cannot be exported; export_onnx puts a "
@@ -219,10 +247,15 @@ def export_labeler(labeler: SequenceLabeler, out_dir: str | Path, opset: int = D
                           f"export_onnx converts a saved labeler itself")
     if labeler.placement.device.type != "cpu":
         raise ConfigError("export a labeler placed on the CPU")
-    check_export_target(out_dir, source)
-    labeler.eval()
-    graph = _Graph.module(labeler)
-    example = _example(labeler)
+
+
+def _write_graph(labeler: SequenceLabeler, graph: torch.nn.Module, example: Batch,
+                 model_path: Path, opset: int) -> None:
+    """Trace ``graph`` on ``example`` into ``model_path`` with every size dynamic (weights
+    in an external data file past :data:`EXTERNAL_DATA_BYTES`); ModelError if it fails."""
+    import torch
+    from torch.export import Dim
+
     B, T, R, W = Dim("batch"), Dim("length"), Dim("reads"), Dim("words")
     rows = {0: B, 1: T}
     dynamic = {"input_ids": rows, "attention_mask": rows, "position_ids": rows,
@@ -230,66 +263,63 @@ def export_labeler(labeler: SequenceLabeler, out_dir: str | Path, opset: int = D
                "read_weight": {0: R}, "words": {0: W}}
     weight_bytes = sum(p.numel() * p.element_size() for p in labeler.parameters())
     external = weight_bytes > EXTERNAL_DATA_BYTES
-    out_dir = Path(out_dir)
-    start = time.perf_counter()
-    with atomic_dir(out_dir) as tmp, quiet_transformers(), torch.no_grad(), _quiet_exporter():
-        model_path = tmp / MODEL_FILE
-        try:
-            torch.onnx.export(graph, _feeds(example), str(model_path), input_names=list(INPUTS),
-                              output_names=list(OUTPUTS), dynamic_shapes=dynamic,
-                              opset_version=opset, dynamo=True, external_data=external,
-                              optimize=True, verify=False, report=False, verbose=False)
-        except Exception as err:  # noqa: BLE001 - the exporter raises many types
-            first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-            raise ModelError(f"torch.onnx.export failed for {labeler.config.model} "
-                             f"({type(err).__name__}: {first})") from err
-        seconds = time.perf_counter() - start
-        labeler.tokenizer.save_pretrained(str(tmp / "tokenizer"))
-        info = labeler.backbone_info
-        if total_layers:
-            info = dataclasses.replace(info, total_layers=int(total_layers))
-        write_json(tmp / "config.json", {"seqrep_version": seqrep.__version__,
-                                         "total_layers": info.total_layers,
-                                         "labeler": labeler.config.to_dict()})
-        files = sorted(p.name for p in tmp.iterdir() if p.name.startswith(MODEL_FILE))
-        meta: dict[str, Any] = {
-            "format": "seqrep-onnx", "format_version": FORMAT_VERSION,
-            "seqrep_version": seqrep.__version__, "opset": opset,
-            "exporter": "torch.onnx.export(dynamo=True): torch.export non-strict + onnxscript",
-            "versions": _versions(), "source": source or info.source,
-            "model_file": MODEL_FILE, "files": {name: sha256(tmp / name) for name in files},
-            "sha256": sha256(model_path), "dtype": "float32",
-            "inputs": {"input_ids": ["batch", "length"], "attention_mask": ["batch", "length"],
-                       "position_ids": ["batch", "length"], "read_batch": ["reads"],
-                       "read_pos": ["reads"], "read_word": ["reads"],
-                       "read_weight": ["reads"], "words": ["words"]},
-            "input_note": "words: any float32 tensor of shape (W,), W the batch's word count",
-            "outputs": {"logits": ["words", "labels"], "states": ["words", "hidden"]},
-            "backbone": {"source": info.source, "total_layers": info.total_layers,
-                         "num_layers": info.num_layers, "hidden_size": info.hidden_size,
-                         "pad_id": info.pad_id, "is_encoder": info.is_encoder,
-                         "first_position": info.first_position},
-            "unmasked_layers": list(labeler.layers_unmasked),
-            "labeler": labeler.config.to_dict(), "export_seconds": round(seconds, 2),
-        }
-        if check:
-            from seqrep.export.runtime import OnnxLabeler
+    try:
+        torch.onnx.export(graph, _feeds(example), str(model_path), input_names=list(INPUTS),
+                          output_names=list(OUTPUTS), dynamic_shapes=dynamic,
+                          opset_version=opset, dynamo=True, external_data=external,
+                          optimize=True, verify=False, report=False, verbose=False)
+    except Exception as err:  # noqa: BLE001 - the exporter raises many types
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise ModelError(f"torch.onnx.export failed for {labeler.config.model} "
+                         f"({type(err).__name__}: {first})") from err
 
-            onnx_labeler = OnnxLabeler.from_folder_parts(model_path, labeler.tokenizer,
-                                                         labeler.config, meta)
-            result = check_export(labeler, onnx_labeler)
-            meta["check"] = {**result, "tolerance": tolerance}
-            del onnx_labeler
-            # refused on the logits only: a greedy tag may flip on a near tie within tolerance
-            if not math.isfinite(result["max_abs_logit_diff"]) or \
-                    result["max_abs_logit_diff"] > tolerance:
-                raise ModelError(
-                    f"the ONNX graph does not compute what PyTorch does (largest logit "
-                    f"difference {result['max_abs_logit_diff']:.3g}, tolerance {tolerance:g}, "
-                    f"same greedy tags: {result['same_argmax']}; unmask="
-                    f"{labeler.config.unmask}); nothing was written")
-        write_json(tmp / META_FILE, meta)
-    return out_dir
+
+def _meta(labeler: SequenceLabeler, info: BackboneInfo, folder: Path, opset: int,
+          source: str | None, seconds: float) -> dict[str, Any]:
+    """The export's ``seqrep-onnx.json`` (without the check): format, versions, the graph
+    files in ``folder`` with their sha256, inputs and outputs, the backbone, the labeler."""
+    files = sorted(p.name for p in folder.iterdir() if p.name.startswith(MODEL_FILE))
+    return {
+        "format": "seqrep-onnx", "format_version": FORMAT_VERSION,
+        "seqrep_version": seqrep.__version__, "opset": opset,
+        "exporter": "torch.onnx.export(dynamo=True): torch.export non-strict + onnxscript",
+        "versions": _versions(), "source": source or info.source,
+        "model_file": MODEL_FILE, "files": {name: sha256(folder / name) for name in files},
+        "sha256": sha256(folder / MODEL_FILE), "dtype": "float32",
+        "inputs": {"input_ids": ["batch", "length"], "attention_mask": ["batch", "length"],
+                   "position_ids": ["batch", "length"], "read_batch": ["reads"],
+                   "read_pos": ["reads"], "read_word": ["reads"],
+                   "read_weight": ["reads"], "words": ["words"]},
+        "input_note": "words: any float32 tensor of shape (W,), W the batch's word count",
+        "outputs": {"logits": ["words", "labels"], "states": ["words", "hidden"]},
+        "backbone": {"source": info.source, "total_layers": info.total_layers,
+                     "num_layers": info.num_layers, "hidden_size": info.hidden_size,
+                     "pad_id": info.pad_id, "is_encoder": info.is_encoder,
+                     "first_position": info.first_position},
+        "unmasked_layers": list(labeler.layers_unmasked),
+        "labeler": labeler.config.to_dict(), "export_seconds": round(seconds, 2),
+    }
+
+
+def _parity_check(labeler: SequenceLabeler, model_path: Path, meta: dict[str, Any],
+                  tolerance: float) -> dict[str, Any]:
+    """:func:`~seqrep.export.check.check_export` of the written graph against ``labeler``,
+    with ``tolerance``; ModelError (nothing is written) when a logit differs by more."""
+    from seqrep.export.runtime import OnnxLabeler
+
+    onnx_labeler = OnnxLabeler.from_folder_parts(model_path, labeler.tokenizer,
+                                                 labeler.config, meta)
+    result = check_export(labeler, onnx_labeler)
+    del onnx_labeler
+    # refused on the logits only: a greedy tag may flip on a near tie within tolerance
+    if not math.isfinite(result["max_abs_logit_diff"]) or \
+            result["max_abs_logit_diff"] > tolerance:
+        raise ModelError(
+            f"the ONNX graph does not compute what PyTorch does (largest logit "
+            f"difference {result['max_abs_logit_diff']:.3g}, tolerance {tolerance:g}, "
+            f"same greedy tags: {result['same_argmax']}; unmask="
+            f"{labeler.config.unmask}); nothing was written")
+    return {**result, "tolerance": tolerance}
 
 
 def export_onnx(labeler_dir: str | Path, out_dir: str | Path, opset: int = DEFAULT_OPSET,
