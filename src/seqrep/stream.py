@@ -64,22 +64,13 @@ def scan(path: Path) -> tuple[int, int, str]:
 def label_items(labeler: SequenceLabeler, items: Sequence[tuple[Any, ...]],
                 decoding: str | None = None, batch_size: int = 32) -> list[dict[str, Any]]:
     """Prediction records of ``(text, pretokenized)`` or ``(text, pretokenized, doc_id)``
-    items, in their order. With ``context="document"`` each text is a document, and so are
-    consecutive items with the same ``doc_id`` together."""
+    items, in their order, in one call. With ``context="document"`` each text is a document,
+    and so are consecutive items with the same ``doc_id`` together."""
     from seqrep.predict import predict_text
 
-    if labeler_context(labeler).documents:
-        return predict_text(labeler, [it[0] for it in items], decoding, batch_size,
-                            pretokenized=[it[1] for it in items],
-                            docs=[it[2] if len(it) > 2 else None for it in items])
-    records = []
-    for pre in (False, True):  # raw texts and word lists, each in one call
-        idx = [i for i, it in enumerate(items) if it[1] == pre]
-        if idx:
-            got = predict_text(labeler, [items[i][0] for i in idx], decoding, batch_size,
-                               pretokenized=pre)
-            records += list(zip(idx, got))
-    return [r for _, r in sorted(records, key=lambda x: x[0])]
+    return predict_text(labeler, [it[0] for it in items], decoding, batch_size,
+                        pretokenized=[it[1] for it in items],
+                        docs=[it[2] if len(it) > 2 else None for it in items])
 
 
 def _is_prediction_file(path: Path) -> bool:
