@@ -41,6 +41,11 @@ def check_sentences(labeler: Any) -> list[list[str]]:
     return [list(s) for s in CHECK_SENTENCES] + [long_sentence(labeler)]
 
 
+def _worse(worst: float, diff: float) -> float:
+    """The larger logit difference, a NaN over any number (max() would keep 0.0 over a NaN)."""
+    return diff if math.isnan(diff) or diff > worst else worst
+
+
 def parity(labeler: Any, onnx_labeler: Any, sentences: Sequence[Sequence[str]],
            batch_sizes: Sequence[int] = (1, 4, 32), docs: Sequence[Any] | None = None
            ) -> dict[str, Any]:
@@ -59,9 +64,7 @@ def parity(labeler: Any, onnx_labeler: Any, sentences: Sequence[Sequence[str]],
                 raise ModelError(f"ONNX logits of shape {tuple(b.shape)} for PyTorch's "
                                  f"{tuple(a.shape)}")
             if a.numel():
-                diff = float((a - b).abs().max())
-                if math.isnan(diff) or diff > worst:  # max() would keep 0.0 over a NaN
-                    worst = diff
+                worst = _worse(worst, float((a - b).abs().max()))
                 same = same and bool(torch.equal(a.argmax(-1), b.argmax(-1)))
     return {"max_abs_logit_diff": worst, "same_argmax": same, "sentences": len(sentences),
             "words": sum(len(s) for s in sentences), "batch_sizes": list(batch_sizes)}
@@ -75,8 +78,7 @@ def check_export(labeler: Any, onnx_labeler: Any) -> dict[str, Any]:
     if labeler_context(labeler).documents:
         doc = parity(labeler, onnx_labeler, sentences, docs=[0] * len(sentences))
         result["documents"] = dict(doc)
-        if math.isnan(doc["max_abs_logit_diff"]) or \
-                doc["max_abs_logit_diff"] > result["max_abs_logit_diff"]:
-            result["max_abs_logit_diff"] = doc["max_abs_logit_diff"]
+        result["max_abs_logit_diff"] = _worse(result["max_abs_logit_diff"],
+                                              doc["max_abs_logit_diff"])
         result["same_argmax"] = result["same_argmax"] and doc["same_argmax"]
     return result
