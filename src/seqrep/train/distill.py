@@ -38,6 +38,7 @@ from typing import Any
 import torch
 
 from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.contexts import context_of
 from seqrep.errors import ConfigError, DataError, SeqrepError, first_line
 from seqrep.fileio import write_json
 from seqrep.train.loop import soft_cross_entropy
@@ -285,7 +286,7 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
             if unlabeled else None, "temperature": temperature, "gold_weight": gold_weight,
             "labeler": student.to_dict(), "train": train_config.to_dict(),
             "reader_options": reader_options or {}, "cache": str(cache)})
-    if tcfg.context == "document":  # every sentence in its document: no two alike
+    if context_of(tcfg.context).documents:  # every sentence in its document: no two alike
         sentences, docs = words, [s.doc_id for s in data.train] + [d for _, d in extra]
     else:  # a sentence's labels are its own: each distinct sentence once
         sentences, docs = list(dict.fromkeys(words)), None
