@@ -137,6 +137,5 @@ def test_a_short_text_of_two_sentences_is_one_row_in_the_batch_budget(doc_lab) -
     text = "Maria left. Boris came."
     job = Job([text, text], pretokenized=False, decoding=None)
     job.documents = [tuple(text_sentences(t)) for t in job.texts]
-    job.sentences = [s for d in job.documents for s in d]
     assert len(job.sentences) == 4
     assert len(Batcher(doc_lab)._rows(job)) == 2  # one row per text

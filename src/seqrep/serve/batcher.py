@@ -87,11 +87,15 @@ class Job:
     decoding: str | None
     future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
     queued: float = field(default_factory=time.monotonic)
-    sentences: list[tuple[str, ...]] = field(default_factory=list)
     documents: list[tuple[tuple[str, ...], ...]] = field(default_factory=list)  # per text
     rows: list[int] = field(default_factory=list)
     gone: bool = False  # the client went away: drop the job if it has not run
     word_scores: bool = False  # add each sentence's per-word probabilities ("scores")
+
+    @property
+    def sentences(self) -> list[tuple[str, ...]]:
+        """The sentences of all its texts, in order."""
+        return [s for d in self.documents for s in d]
 
 
 def _documentwise(labeler: Labeler) -> bool:
@@ -272,7 +276,6 @@ class Batcher:
             try:
                 for text in job.texts:
                     job.documents.append(tuple(text_sentences(text, job.pretokenized)))
-                    job.sentences += job.documents[-1]
                 job.rows = self._rows(job)
             except Exception as err:  # noqa: BLE001 - handed to the waiting request
                 with self._cv:
