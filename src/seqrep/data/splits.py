@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from seqrep.contexts import context_of
 from seqrep.data.types import Corpus, Sentence
+from seqrep.encode.document import documents as group_documents
 from seqrep.errors import ConfigError, DataError
 
 
@@ -113,15 +114,9 @@ def load_data(cfg: SplitsConfig, reader_options: dict[str, Any] | None = None) -
 
 def documents(sents: list[Sentence]) -> list[list[int]]:
     """Sentence indices grouped into documents: runs of consecutive sentences with the same
-    ``doc_id``; a sentence without one is a document of its own (the grouping of
-    :func:`seqrep.encode.document.documents`)."""
-    groups: list[list[int]] = []
-    for i, s in enumerate(sents):
-        if groups and s.doc_id is not None and sents[groups[-1][-1]].doc_id == s.doc_id:
-            groups[-1].append(i)
-        else:
-            groups.append([i])
-    return groups
+    ``doc_id``; a sentence without one is a document of its own (the grouping the encoder
+    reads, :func:`seqrep.encode.document.documents`, of the sentences' ids)."""
+    return group_documents([s.doc_id for s in sents])
 
 
 def pick(sents: list[Sentence], limit: int, unit: str = "sentence",
