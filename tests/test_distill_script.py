@@ -1,7 +1,8 @@
-"""scripts/distill_conll.sh end to end on tiny models (issue 25's experiment, prepared for a
-later session): the teacher, a distilled and a plain student per line of STUDENTS, one bench
-run, the report and the summary; run again, every finished piece is skipped; an interrupted
-student is resumed."""
+"""scripts/distill_conll.sh (issue 25's experiment, prepared for a later session): its step
+logic at its real settings with a stand-in for the seqrep command (the teacher, a distilled and
+a plain student per line of STUDENTS through one label cache, one bench run, the report and the
+summary; finished pieces skipped, an interrupted one resumed, ONLY=NAME), every command it
+issues parsed by the real command line; and, marked slow, end to end on tiny models."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,7 @@ def run_script(env: dict[str, str], *steps: str) -> subprocess.CompletedProcess:
                           text=True, timeout=900)
 
 
+@pytest.mark.slow  # every step a real seqrep process: minutes when the machine is loaded
 @pytest.mark.integration
 def test_the_experiment_script_runs_resumes_and_summarises(tiny, tmp_path: Path) -> None:
     if shutil.which("seqrep") is None:
@@ -60,3 +63,206 @@ def test_the_experiment_script_runs_resumes_and_summarises(tiny, tmp_path: Path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert again.stderr.count("done already") == 4
     assert "resuming: " + str(runs / "enc-plain") in again.stderr
+
+
+# A stand-in for the seqrep command: it records each call and writes what the real one leaves
+# behind (a run folder's run.json and metrics.json, bench.json, report/results.md), so the
+# script's own logic runs in a second, at its real settings (no model is loaded)
+STUB = """
+import json, os, sys
+from pathlib import Path
+args = sys.argv[1:]
+with open(os.environ["STUB_LOG"], "a", encoding="utf-8") as f:
+    f.write(json.dumps(args) + "\\n")
+opt = lambda name: args[args.index(name) + 1]
+if args[0] in ("train", "distill"):
+    out = Path(opt("--output"))
+    out.mkdir(parents=True, exist_ok=True)
+    if out.name == os.environ.get("STUB_INTERRUPT"):
+        sys.exit(1)  # killed: the folder is there, its metrics.json is not
+    layer = int(opt("--exit-layer")) if "--exit-layer" in args else None
+    model = opt("--model" if args[0] == "train" else "--student")
+    (out / "run.json").write_text(json.dumps({"labeler": {
+        "model": model, "repetitions": int(opt("-r")), "exit_layer": layer,
+        "unmask": opt("--unmask") if "--unmask" in args else "none"}}))
+    metrics = {"status": "finished", "test": {"f1": json.loads(os.environ["STUB_F1"])[out.name]}}
+    if args[0] == "distill":
+        metrics["distill"] = {"teacher_sentences_per_second": 20.0, "work_seconds": 100.0}
+    (out / "metrics.json").write_text(json.dumps(metrics))
+elif args[0] == "bench":
+    Path(opt("--output")).write_text(os.environ["STUB_BENCH"])
+elif args[0] == "report":
+    Path(opt("--out")).mkdir(parents=True, exist_ok=True)
+    (Path(opt("--out")) / "results.md").write_text("the report\\n")
+"""
+F1 = {"teacher": 0.9125, "minilm-distilled": 0.89, "minilm-plain": 0.8554,
+      "mpnet-distilled": 0.905, "mpnet-plain": 0.88, "gemma-r0-full-distilled": 0.90,
+      "gemma-r0-full-plain": 0.86, "gemma-r1-L6-distilled": 0.88, "gemma-r1-L6-plain": 0.87}
+BENCH = {"rows": [
+    {"model": "gemma3-270m", "mode": "cut", "repetitions": 1, "exit_layer": 11,
+     "sentences_per_second": 18.5},
+    {"model": "gemma3-270m", "mode": "cut", "repetitions": 1, "exit_layer": 6,
+     "sentences_per_second": 37.0},
+    {"model": "gemma3-270m", "mode": "cut", "repetitions": 0, "exit_layer": 18,
+     "sentences_per_second": 111.0},
+    {"model": "minilm-l6", "mode": "encoder", "repetitions": 0, "exit_layer": None,
+     "sentences_per_second": 170.9},
+    {"model": "mpnet-base", "mode": "encoder", "repetitions": 0, "exit_layer": None,
+     "sentences_per_second": 40.0}]}
+
+
+@pytest.fixture()
+def stubbed(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """The script and its summary copied into a checkout without .venv (whose activation
+    would put the real seqrep first on PATH), the stand-in first on PATH instead."""
+    root = tmp_path / "repo"
+    (root / "scripts").mkdir(parents=True)
+    for name in ("distill_conll.sh", "distill_summary.py"):
+        shutil.copy(ROOT / "scripts" / name, root / "scripts" / name)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "seqrep").write_text(f"#!{sys.executable}\n{STUB}", encoding="utf-8")
+    (bin_dir / "seqrep").chmod(0o755)
+    (bin_dir / "python").symlink_to(sys.executable)
+    log = tmp_path / "calls.jsonl"
+    env = {**{k: v for k, v in os.environ.items() if k not in ("STUDENTS", "COMMON")},
+           "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "STUB_LOG": str(log),
+           "RUNS": str(tmp_path / "runs"), "STUB_F1": json.dumps(F1),
+           "STUB_BENCH": json.dumps(BENCH)}
+    return env, root / "scripts" / "distill_conll.sh"
+
+
+def _run(script: Path, env: dict[str, str], *steps: str, **extra: str
+         ) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", str(script), *steps], env={**env, **extra},
+                          capture_output=True, text=True, timeout=120)
+
+
+def _calls(env: dict[str, str]) -> list[list[str]]:
+    path = Path(env["STUB_LOG"])
+    calls = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    path.unlink(missing_ok=True)
+    return calls
+
+
+def _without(args: list[str], *options: str) -> list[str]:
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in options:
+            skip = True
+        else:
+            out.append(a)
+    return out
+
+
+def test_the_script_skips_resumes_shares_one_label_cache_and_summarises(stubbed) -> None:
+    """The script's steps at its real settings (the four students), every command it issues
+    parsed by the real seqrep command line; the real run on tiny models is the slow test
+    below."""
+    from typer.main import get_command
+
+    from seqrep.cli.app import app
+
+    env, script = stubbed
+    runs = Path(env["RUNS"])
+    teacher = str(runs / "teacher")
+    commands = get_command(app).commands
+    # a kill in mpnet's plain twin: the script stops there
+    first = _run(script, env, "teacher", "students", STUB_INTERRUPT="mpnet-plain")
+    assert first.returncode != 0
+    calls = _calls(env)
+    for call in calls:  # the real seqrep would accept each: options, their values and types
+        commands[call[0]].make_context(call[0], list(call[1:]))
+    assert [(c[0], c[c.index("--output") + 1]) for c in calls] == [
+        ("train", teacher), ("distill", str(runs / "minilm-distilled")),
+        ("train", str(runs / "minilm-plain")), ("distill", str(runs / "mpnet-distilled")),
+        ("train", str(runs / "mpnet-plain"))]
+    # the teacher: recipe (4) (r=1, lr 5e-5, one epoch) with its layer fixed, default seed
+    assert calls[0][1:8] == ["--model", "gemma3-270m", "--dataset", "conll2003", "-r", "1",
+                             "--exit-layer"] and calls[0][8] == "11"
+    assert ["--lr", "5e-5", "--epochs", "1"] == calls[0][9:13]
+    assert not any("--seed" in c for c in calls)
+    # ONLY=NAME: that student alone, the interrupted one left as it is
+    only = _run(script, env, "students", ONLY="gemma-r0-full")
+    assert only.returncode == 0, only.stderr
+    calls += (gemma := _calls(env))
+    assert [c[c.index("--output") + 1] for c in gemma] == [
+        str(runs / "gemma-r0-full-distilled"), str(runs / "gemma-r0-full-plain")]
+    assert "done already" not in only.stderr and "resuming" not in only.stderr
+    # no step named: finished folders skipped, the interrupted one resumed, the rest run
+    whole = _run(script, env)
+    assert whole.returncode == 0, whole.stderr
+    rest = _calls(env)
+    for call in rest:
+        commands[call[0]].make_context(call[0], list(call[1:]))
+    assert whole.stderr.count("done already") == 6  # the teacher and five student folders
+    assert f"resuming: {runs / 'mpnet-plain'}" in whole.stderr
+    assert [c[0] for c in rest] == ["train", "distill", "train", "bench", "report"]
+    assert rest[0][-3:] == ["--resume", "--output", str(runs / "mpnet-plain")]
+    calls += rest[:3]
+    # every student distilled from the one teacher through one label cache, at T=2 and a
+    # gold weight of 0.5, beside a plain twin with the same options and text
+    distilled = {c[c.index("--output") + 1]: c for c in calls if c[0] == "distill"}
+    plain: dict[str, list[str]] = {}
+    for c in calls:  # the first call of each (mpnet's twin was resumed)
+        if c[0] == "train" and c[c.index("--output") + 1].endswith("-plain"):
+            plain.setdefault(c[c.index("--output") + 1], c)
+    assert sorted(Path(d).name for d in distilled) == [
+        "gemma-r0-full-distilled", "gemma-r1-L6-distilled", "minilm-distilled",
+        "mpnet-distilled"]
+    for out, call in distilled.items():
+        assert call[1] == teacher
+        assert call[call.index("--teacher-labels") + 1] == str(runs / "teacher-labels")
+        assert call[call.index("--temperature") + 1] == "2"
+        assert call[call.index("--gold-weight") + 1] == "0.5"
+        twin = out.removesuffix("-distilled") + "-plain"
+        assert twin in plain
+        student = _without(call[2:], "--temperature", "--gold-weight", "--teacher-labels",
+                           "--output")
+        assert ["--model", *student[1:]] == _without(plain[twin][1:], "--output")
+    gemma_r0 = distilled[str(runs / "gemma-r0-full-distilled")]
+    assert gemma_r0[gemma_r0.index("--unmask") + 1] == "full"
+    # one bench run: the teacher's and the students' cuts and both encoders
+    bench = rest[3]
+    for option, value in (("--repetitions", "0,1"), ("--exit-layer", "6,11,18"),
+                          ("--encoder", "minilm-l6,mpnet-base"), ("--dataset", "conll2003"),
+                          ("--split", "test")):
+        assert bench[bench.index(option) + 1] == value
+    assert "--no-baseline" in bench
+    # the report of every finished folder, with the bench
+    assert sorted(Path(p).name for p in rest[4][1:rest[4].index("--bench")]) == sorted(F1)
+    assert rest[4][rest[4].index("--bench") + 1] == str(runs / "bench.json")
+    # the summary: F1 distilled and plain, the gap, the speed against the teacher's
+    # (hand-computed from F1 and BENCH above)
+    summary = (runs / "summary.md").read_text()
+    assert f"Teacher {teacher}: test F1 91.25, 18.5 sentences/s." in summary
+    rows = [line for line in summary.splitlines() if line.startswith("| ") and
+            not line.startswith(("| student", "|---"))]
+    assert rows == [
+        "| gemma-r0-full | 90.00 | 86.00 | 1.25 | 111.0 | 6.0 | 20.0 | 100 | yes |",
+        "| gemma-r1-L6 | 88.00 | 87.00 | 3.25 | 37.0 | 2.0 | 20.0 | 100 | no |",
+        "| minilm | 89.00 | 85.54 | 2.25 | 170.9 | 9.2 | 20.0 | 100 | no |",
+        "| mpnet | 90.50 | 88.00 | 0.75 | 40.0 | 2.2 | 20.0 | 100 | no |"]
+    assert ("Not timed unmasked (gemma-r0-full): the sentences/s is that of the same model, "
+            "r and exit layer without unmasking") in summary
+    # a finished bench is not run again
+    again = _run(script, env, "bench")
+    assert again.returncode == 0 and "done already" in again.stderr and not _calls(env)
+
+
+def test_a_given_teacher_is_used_and_bad_steps_are_refused(stubbed, tmp_path: Path) -> None:
+    env, script = stubbed
+    given = tmp_path / "given"
+    no_teacher = _run(script, env, "students", TEACHER=str(given))
+    assert no_teacher.returncode == 2 and f"no finished teacher in {given}" in no_teacher.stderr
+    assert not _calls(env)
+    given.mkdir()
+    (given / "metrics.json").write_text("{}")
+    done = _run(script, env, "teacher", "students", TEACHER=str(given), ONLY="minilm")
+    assert done.returncode == 0, done.stderr
+    assert f"done already: {given}" in done.stderr
+    assert [c[:2] for c in _calls(env)] == [["distill", str(given)], ["train", "--model"]]
+    unknown = _run(script, env, "train")
+    assert unknown.returncode == 2 and "unknown step train" in unknown.stderr
