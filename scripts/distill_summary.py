@@ -51,8 +51,12 @@ def summary(teacher: Path, runs: Path) -> str:
            "", "| student | distilled F1 | plain F1 | gap to teacher | sentences/s | x teacher "
            "| teacher labeling (sentences/s) | distillation work (s) | goal |",
            "|---|---|---|---|---|---|---|---|---|"]
+    unmasked = []
     for folder in sorted(runs.glob("*-distilled")):
         name = folder.name.removesuffix("-distilled")
+        if ((_json(folder / "run.json") or {}).get("labeler", {}).get("unmask")
+                or "none") != "none":
+            unmasked.append(name)
         metrics = _json(folder / "metrics.json")
         d_f1, p_f1 = _f1(metrics), _f1(_json(runs / f"{name}-plain" / "metrics.json"))
         speed = _speed(folder, bench)
@@ -65,6 +69,10 @@ def summary(teacher: Path, runs: Path) -> str:
                    f"{_cell(speed, '.1f')} | {_cell(ratio, '.1f')} | "
                    f"{_cell(figures.get('teacher_sentences_per_second'), '.1f')} | "
                    f"{_cell(figures.get('work_seconds'), '.0f')} | {goal} |")
+    if unmasked:
+        out += ["", f"Not timed unmasked ({', '.join(unmasked)}): the sentences/s is that of "
+                "the same model, r and exit layer without unmasking, an assumption (unmasking "
+                "changes which positions attend, not the work), not a measurement."]
     return "\n".join(out) + "\n"
 
 

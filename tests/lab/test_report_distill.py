@@ -81,6 +81,10 @@ def test_students_are_marked_in_the_table_and_on_the_frontier(tmp_path: Path) ->
     assert len(lines_with(frontier, "| gemma |", marked, "unmask full", "| 88.00 |",
                           "30.0")) == 1
     assert len(lines_with(frontier, "| gemma |", "unmask full", "| 80.00 |", "30.0")) == 1
+    # and the text above the table says that speed is assumed, not measured
+    assert ("An unmasked setting (\"unmask\" in its mode) was not timed: it stands at the "
+            "speed measured for its model, r and exit layer without unmasking, an assumption"
+            ) in frontier
 
 
 def test_a_student_with_unlabeled_text_keeps_its_gold_budget(tmp_path: Path) -> None:
@@ -97,3 +101,4 @@ def test_a_student_with_unlabeled_text_keeps_its_gold_budget(tmp_path: Path) -> 
     cells = [c.strip() for c in student.strip("|").split("|")]
     assert cells[1:3] == ["100", "50"] and cells[-1] == ""  # the plain twin beats it
     assert lines_with(frontier, "| full |", "| 85.00 |", "| yes |")
+    assert "was not timed" not in frontier  # no unmasked setting here

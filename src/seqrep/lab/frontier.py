@@ -22,6 +22,10 @@ from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_
 from seqrep.lab.stats import PROBE
 
 DEFAULT_MODE = LabelerConfig.finetune  # a label names the fine-tuning mode unless it is this
+UNMASKED_NOTE = (" An unmasked setting (\"unmask\" in its mode) was not timed: it stands at "
+                 "the speed measured for its model, r and exit layer without unmasking, an "
+                 "assumption (unmasking changes which positions attend, not the work), not a "
+                 "measurement.")
 
 
 def _speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
@@ -101,7 +105,8 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
            "bench` on the same machine; **bold**: Pareto-optimal within its budget (nothing "
            "else trained on as many sentences and scored on the same test sentences is at "
            "least as accurate and as fast). A learning rate marked \"of N\" was chosen on "
-           "validation among the N of a sweep.", "",
+           "validation among the N of a sweep." + (UNMASKED_NOTE if any(
+               (p.get("unmask") or "none") != "none" for p in points) else ""), "",
            "| dataset | train sents | test sents | model | mode | lr | epochs | r | exit layer "
            "| " + ("context | " if ctx else "") + "test F1 | seeds | sentences/s | Pareto |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if ctx else "")]
