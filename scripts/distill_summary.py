@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from seqrep.lab.frontier import bench_speed
+
 GOAL_GAP, GOAL_SPEEDUP = 1.5, 5.0  # the issue's goal: within 1.5 F1 at 5x the speed or more
 
 
@@ -21,18 +23,11 @@ def _json(path: Path) -> dict[str, Any] | None:
 
 
 def _speed(run: Path, bench: list[dict[str, Any]]) -> float | None:
-    """The bench row of a run's model, r and exit layer (an encoder: its encoder row)."""
-    saved = _json(run / "run.json") or {}
-    lab = saved.get("labeler", {})
-    name = Path(str(lab.get("model"))).name
-    for row in bench:
-        if Path(str(row["model"])).name != name or row.get("precision", "fp32") != "fp32":
-            continue
-        if row["mode"] == "encoder" or (row["mode"] == "cut"
-                                        and row["repetitions"] == lab.get("repetitions")
-                                        and row["exit_layer"] == lab.get("exit_layer")):
-            return float(row["sentences_per_second"])
-    return None
+    """The bench speed of a run's model, r, exit layer and context, as the frontier finds it."""
+    lab = (_json(run / "run.json") or {}).get("labeler", {})
+    return bench_speed({"model": Path(str(lab.get("model"))).name, "r": lab.get("repetitions"),
+                        "exit_layer": lab.get("exit_layer"),
+                        "context": lab.get("context") or "sentence"}, bench)
 
 
 def _f1(metrics: dict[str, Any] | None) -> float | None:

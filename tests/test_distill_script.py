@@ -127,6 +127,7 @@ def stubbed(tmp_path: Path) -> tuple[dict[str, str], Path]:
     log = tmp_path / "calls.jsonl"
     env = {**{k: v for k, v in os.environ.items() if k not in ("STUDENTS", "COMMON")},
            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "STUB_LOG": str(log),
+           "PYTHONPATH": str(ROOT / "src"),
            "RUNS": str(tmp_path / "runs"), "STUB_F1": json.dumps(F1),
            "STUB_BENCH": json.dumps(BENCH)}
     return env, root / "scripts" / "distill_conll.sh"

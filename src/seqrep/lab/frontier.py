@@ -28,7 +28,9 @@ UNMASKED_NOTE = (" An unmasked setting (\"unmask\" in its mode) was not timed: i
                  "measurement.")
 
 
-def _speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
+def bench_speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
+    """The fp32 sentences/s of ``bench`` rows for a setting (``model``: the model's folder
+    name, ``r``, ``exit_layer``, ``context``): its encoder row, or its cut's; None if none."""
     for b in bench:
         if Path(str(b["model"])).name != row["model"] or (b.get("precision") or "fp32") != "fp32":
             continue  # the frontier is drawn at the default precision (fp32 on this CPU)
@@ -52,7 +54,7 @@ def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[di
     for r in rows:
         if r["finetune"] == PROBE or r["test_f1"]["mean"] is None:
             continue
-        speed = _speed(r, bench)
+        speed = bench_speed(r, bench)
         if speed is None:
             continue
         points.append({k: r.get(k) for k in ("dataset", "model", "finetune", "r", "unmask",
