@@ -68,6 +68,24 @@ def test_an_unknown_context_is_refused() -> None:
         BenchConfig(context=("page",))
 
 
+def test_the_context_help_lists_the_contexts_table(monkeypatch) -> None:
+    """``seqrep bench --context``'s help names every context of the table, as the other
+    --context options do: a context added there shows up without editing the bench."""
+    import importlib.util
+    import sys
+
+    import seqrep.lab.bench
+    from seqrep.contexts import CONTEXTS, Context
+
+    monkeypatch.setitem(CONTEXTS, "page", Context("page", "one page at a time"))
+    spec = importlib.util.spec_from_file_location("bench_copy", seqrep.lab.bench.__file__)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "bench_copy", module)
+    spec.loader.exec_module(module)  # its fields' help is built when the class is defined
+    help_text = module.BenchConfig.__dataclass_fields__["context"].metadata["help"]
+    assert "sentence, document, page" in help_text
+
+
 class _InProcess:
     """ProcessPoolExecutor's stand-in: each job runs here, its arguments and result through
     pickle as to a child process, without a new interpreter importing torch per row."""

@@ -1,0 +1,182 @@
+"""One row of ``seqrep bench``, measured in a child process of its own (so its peak resident
+memory is its own): the cut model, the full forward with every hidden state, or an encoder,
+under a PyTorch precision or on ONNX Runtime from the export :func:`_export` writes; and the
+matrix-multiply ceiling each row is measured against. :mod:`seqrep.lab.bench` plans the rows
+and sums them up.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from seqrep.contexts import DOCUMENT, SENTENCE
+from seqrep.lab.speed import block_linears, flops_per_token, forward_flops, matmul_rate
+from seqrep.model.tuning import FROZEN
+from seqrep.runtimes import RUNTIMES, Runtime
+
+# What a row runs: a PyTorch autocast precision, or an ONNX runtime of seqrep.runtimes (its
+# graph variant; measured against the fp32 ceiling)
+TORCH_PRECISIONS = ("fp32", "bf16")
+PRECISIONS = (*TORCH_PRECISIONS, *(r.name for r in RUNTIMES.values() if r.onnx))
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+def _onnx(setting: str) -> Runtime | None:
+    """The ONNX runtime a bench setting names, or None for a PyTorch precision."""
+    found = RUNTIMES.get(setting)
+    return found if found is not None and found.onnx else None
+
+
+def _ceiling_precision(precision: str) -> str:
+    """The matmul ceiling a row is measured against: ONNX Runtime rows against fp32's."""
+    return "fp32" if _onnx(precision) else precision
+
+
+def matmul_gflops(m: int, k: int, n: int, repeats: int = 20, precision: str = "fp32",
+                  device: torch.device | str = "cpu") -> float:
+    """Measured GFLOP/s of ``x @ w.T`` with ``x`` of shape ``(m, k)`` and ``w`` of
+    shape ``(n, k)``: the product an ``nn.Linear(k, n)`` runs on ``m`` tokens, in fp32 or
+    in bf16 (the operands autocast would hand the kernel)."""
+    return matmul_rate(m, k, n, device, DTYPES[precision], repeats) / 1e9
+
+
+def linear_shapes(model: nn.Module) -> list[tuple[int, int]]:
+    """The distinct ``(in, out)`` shapes of the Linear layers in the model's blocks."""
+    return sorted({(m.in_features, m.out_features) for m in block_linears(model)})
+
+
+def matmul_ceiling(model: str, tokens: int, threads: int | None,
+                   repeats: int = 20, precision: str = "fp32",
+                   device: str = "cpu") -> dict[str, Any]:
+    """The device's rate in ``precision`` on the model's own matrix products: the fastest of
+    its Linear shapes on ``tokens`` rows (one full batch). Runs in a child process like the
+    measured passes, so both see the same threads."""
+    from seqrep.model.labeler import SequenceLabeler
+
+    if threads:
+        torch.set_num_threads(threads)
+    lab = SequenceLabeler.from_model(model, labels=["O"], finetune=FROZEN)
+    # three significant digits: a tiny test shape on a loaded CPU must not round to 0
+    rates = {f"{tokens}x{k}x{n}":
+             float(f"{matmul_gflops(tokens, k, n, repeats, precision, device):.3g}")
+             for k, n in linear_shapes(lab.backbone)}
+    return {"gflops": max(rates.values()), "shapes": rates}
+
+
+def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[list[str]],
+             batch_size: int, max_tokens: int | None, latency_sentences: int, mode: str,
+             threads: int | None, repeats: int = 1, precision: str = "fp32",
+             exported: str | None = None, docs: list[Any] | None = None,
+             device: str = "cpu") -> dict[str, Any]:
+    """One configuration, in a child process. ``mode``: cut, full_hidden_states or encoder.
+    ONNX rows run the export in ``exported`` (made by :func:`_export`). ``docs`` (each
+    sentence's document id) runs the labeler with document context; the latency is still
+    that of each sentence labeled alone. On CUDA the row adds the device's peak memory
+    (outputs come back on the CPU, so each timed pass ends when the device is done)."""
+    import resource
+
+    from seqrep.model.labeler import SequenceLabeler
+
+    if threads:
+        torch.set_num_threads(threads)
+    cut = exit_layer if mode == "cut" else None
+    context = (SENTENCE if docs is None else DOCUMENT).name
+    lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
+                                     exit_layer=cut, finetune=FROZEN, context=context).eval()
+    lab.place(device, _ceiling_precision(precision))
+    # padding of the very batches the timed pass runs
+    masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, max_tokens,
+                                                               docs=docs)]
+    lengths = [int(n) for m in masks for n in m.sum(1)]
+    waste = 1.0 - sum(lengths) / sum(m.numel() for m in masks)
+    terms = flops_per_token(lab.backbone)
+    blocks, flops = terms[1], forward_flops(lengths, terms)
+    onnx = _onnx(precision)
+    if onnx is not None:
+        if exported is None:
+            raise ValueError(f"an {precision} row needs the folder _export wrote")
+        from seqrep.export.runtime import OnnxLabeler
+
+        lab = OnnxLabeler.from_pretrained(exported, intra_op_num_threads=threads
+                                          or torch.get_num_threads(), variant=onnx.variant)
+
+    def run(batch_words: list[list[str]], bs: int, ids: list[Any] | None = None
+            ) -> list[torch.Tensor]:
+        if mode != "full_hidden_states":
+            return lab.word_states(batch_words, bs, max_tokens, **({"docs": ids} if ids
+                                                                    else {}))
+        return _authors_way(lab, batch_words, bs, max_tokens, exit_layer)
+
+    run(words[:batch_size], batch_size, docs[:batch_size] if docs else None)  # warm-up
+    times = []
+    for _ in range(max(1, repeats)):  # the fastest pass: least disturbed by other load
+        start = time.perf_counter()
+        states = run(words, batch_size, docs)
+        times.append(time.perf_counter() - start)
+    seconds = min(times)
+    start = time.perf_counter()
+    for w in words[:latency_sentences]:
+        run([w], 1)
+    latency = (time.perf_counter() - start) / max(1, min(latency_sentences, len(words)))
+    return {"model": model, "mode": mode, "precision": precision, "repetitions": repetitions,
+            "context": context,
+            "exit_layer": exit_layer if mode != "encoder" else None,
+            "layers_computed": blocks, "sentences": len(words), "tokens": sum(lengths),
+            "seconds": round(seconds, 3), "seconds_all": [round(t, 3) for t in times],
+            "sentences_per_second": round(len(words) / seconds, 2),
+            "tokens_per_second": round(sum(lengths) / seconds, 1),
+            "latency_ms": round(1000 * latency, 2), "padding_waste": round(waste, 4),
+            "flops_per_sentence": int(flops / len(words)),
+            "gflops_per_second": round(flops / seconds / 1e9, 2),
+            "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            **({"peak_device_memory_mb": round(torch.cuda.max_memory_allocated(device) / 2**20,
+                                               1)} if device.startswith("cuda") else {}),
+            "checksum": float(sum(s.double().abs().sum() for s in states))}
+
+
+def _export(model: str, repetitions: int, exit_layer: int | None, folder: str,
+            variant: str | None, threads: int | None) -> None:
+    """Export the cut labeler a bench row measures to ``folder`` (once: an ONNX fp32 row and
+    an int8 row of the same setting share it) and add the int8 graph when ``variant`` asks;
+    run in its own process, so the export's memory is in no row's peak."""
+    from seqrep.export import META_FILE
+    from seqrep.export.onnx import export_labeler
+    from seqrep.export.runtime import read_meta
+    from seqrep.model.labeler import SequenceLabeler
+
+    if threads:
+        torch.set_num_threads(threads)
+    if not (Path(folder) / META_FILE).is_file():
+        lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
+                                         exit_layer=exit_layer, finetune=FROZEN).eval()
+        export_labeler(lab.place("cpu", "fp32"), folder, check=False)
+    if variant == "int8" and "int8" not in read_meta(folder).get("variants", {}):
+        from seqrep.export.quantize import quantize_int8
+
+        quantize_int8(folder)
+
+
+def _authors_way(lab: Any, words: list[list[str]], bs: int, max_tokens: int | None,
+                 layer: int) -> list[torch.Tensor]:
+    """Full forward with every hidden state, then layer ``layer`` (+ final norm), as the
+    authors' code reads an early-exit state."""
+    from seqrep.model.backbone import get_final_norm
+
+    norm = get_final_norm(lab.backbone)
+    n = lab.backbone_info.num_layers
+
+    def fn(batch: Any) -> torch.Tensor:
+        out = lab.backbone(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                           position_ids=lab.model_positions(batch.position_ids),
+                           use_cache=False,
+                           output_hidden_states=True)
+        h = out.hidden_states[layer]
+        h = h if layer == n else norm(h)  # the last entry is already normed
+        return lab.pool(h, batch).float()
+
+    return lab.map_words(words, fn, bs, max_tokens)
