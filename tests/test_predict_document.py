@@ -286,3 +286,37 @@ def test_a_resume_inside_a_later_document_keeps_the_lines_before_it(lab, tmp_pat
     partial.write_bytes(b"\n".join(lines[:5]) + b"\n" + lines[5][:7])
     assert predict_file(lab, src, tmp_path / "again.jsonl", chunk=2) == len(ROWS)
     assert _records(tmp_path / "again.jsonl") == _records(tmp_path / "whole.jsonl")
+
+
+def test_chunks_wait_for_a_document_only_when_asked() -> None:
+    from seqrep.inputs import chunks
+
+    lines = [(n, "x", False, d) for n, d in enumerate(["a", "a", "a", None, "b", "b", "c"], 1)]
+    sizes = [len(c) for c in chunks(iter(lines), 2)]
+    assert sizes == [2, 2, 2, 1]  # sentence context: exactly the chunk size
+    assert [[x[0] for x in c] for c in chunks(iter(lines), 2, documents=True)] == \
+        [[1, 2, 3], [4, 5, 6], [7]]
+
+
+def test_a_sentence_level_labeler_resumes_where_its_output_stops(folder: Path,
+                                                                  tmp_path: Path) -> None:
+    """Document ids in the input change nothing for it: a partial output of 2 records (line
+    3 continues document "a") resumes after 2, not from the document's first line."""
+    lab = SequenceLabeler.from_pretrained(folder)
+    lab.config = lab.config.replace(context="sentence")
+    lab.encoder.context = SENTENCE
+    src = _jsonl(tmp_path / "in.jsonl", ROWS)
+    out = tmp_path / "out.jsonl"
+
+    def stop(done: int, total: int) -> None:
+        if done >= 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        predict_file(lab, src, out, chunk=2, progress=stop)
+    partial = tmp_path / "out.jsonl.partial"
+    lines = partial.read_bytes().split(b"\n")
+    partial.write_bytes(b"\n".join(lines[:2]) + b"\n" + lines[2][:7])
+    said: list[str] = []
+    assert predict_file(lab, src, out, chunk=2, log=said.append) == len(ROWS)
+    assert said and "resuming after 2 records" in said[0]
