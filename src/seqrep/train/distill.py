@@ -38,11 +38,10 @@ from typing import Any
 import torch
 
 from seqrep.config import LabelerConfig, TrainConfig
-from seqrep.contexts import context_of
 from seqrep.errors import ConfigError, DataError, SeqrepError, first_line
 from seqrep.fileio import write_json
 from seqrep.train.loop import soft_cross_entropy
-from seqrep.train.teacher_cache import CACHE, CHUNK, label_cache
+from seqrep.train.teacher_cache import CACHE, CHUNK, label_cache, teacher_logp
 
 __all__ = ["CACHE", "CHUNK", "Distillation", "SoftTargets", "distill", "label_cache",
            "read_unlabeled", "teacher_config"]
@@ -255,6 +254,41 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
         temperature, gold_weight = req["temperature"], req["gold_weight"]
     teacher = Path(teacher).resolve()
     cache = Path(teacher_labels).resolve() if teacher_labels else output / CACHE
+    tcfg, teacher_run, student = _check_teacher(teacher, labeler_config, temperature,
+                                                gold_weight)
+    extra = read_unlabeled(Path(unlabeled)) if unlabeled else []
+    student_model = check_student(student)
+    if not resume:
+        _check_fresh(output, overwrite, check_output)
+    data = load_data(train_config, reader_options)
+    check_labels(data.train, tcfg.labels, "the training split", task=tcfg.task)
+    _notice_held_out(extra, data)
+    words = [tuple(s.words) for s in data.train] + [w for w, _ in extra]
+    check_student_tokenizer(student, student_model, words)
+    if not resume:
+        _write_request(output, teacher, unlabeled, temperature, gold_weight, student,
+                       train_config, reader_options, cache)
+    logp, speed = teacher_logp(teacher, tcfg, train_config, words, data, extra, cache, chunk,
+                               quiet)
+    record = {"teacher": str(teacher), "teacher_model": tcfg.model,
+              "teacher_context": tcfg.context,
+              "teacher_dataset": teacher_run["train"].get("dataset"),
+              "temperature": temperature, "gold_weight": gold_weight,
+              "unlabeled": str(unlabeled) if unlabeled else None,
+              "unlabeled_sentences": len(extra),
+              "cache": CACHE if cache == output / CACHE else str(cache), **speed}
+    plan = Distillation(logp, words, extra, temperature, gold_weight, {"distill": record})
+    metrics = train(student, train_config, output, resume=(output / "run.json").exists(),
+                    quiet=quiet, reader_options=reader_options, distill=plan)
+    if metrics.get("status") == "finished":
+        _finish(output, metrics, record, began, resume)
+    return metrics
+
+
+def _check_teacher(teacher: Path, labeler_config: LabelerConfig, temperature: float,
+                   gold_weight: float) -> tuple[LabelerConfig, dict[str, Any], LabelerConfig]:
+    """The teacher's config and ``run.json``, and the student (the teacher's labels and task),
+    or one line saying which setting does not fit."""
     if not temperature > 0:
         raise ConfigError(f"--temperature {temperature}; expected a positive number")
     if not 0 <= gold_weight <= 1:
@@ -268,61 +302,34 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
         raise ConfigError(f"--task {labeler_config.task} differs from the task of teacher "
                           f"{teacher} ({tcfg.task})")
     student = labeler_config.replace(labels=list(tcfg.labels), task=tcfg.task)
-    extra = read_unlabeled(Path(unlabeled)) if unlabeled else []
-    student_model = check_student(student)
-    if not resume:
-        _check_fresh(output, overwrite, check_output)
-    data = load_data(train_config, reader_options)
-    check_labels(data.train, tcfg.labels, "the training split", task=tcfg.task)
-    _notice_held_out(extra, data)
-    words = [tuple(s.words) for s in data.train] + [w for w, _ in extra]
-    check_student_tokenizer(student, student_model, words)
-    if not resume:
-        if output.exists():
-            shutil.rmtree(output)  # checked: an old run or distillation
-        output.mkdir(parents=True)
-        write_json(output / REQUEST, {
-            "teacher": str(teacher), "unlabeled": str(Path(unlabeled).resolve())
-            if unlabeled else None, "temperature": temperature, "gold_weight": gold_weight,
-            "labeler": student.to_dict(), "train": train_config.to_dict(),
-            "reader_options": reader_options or {}, "cache": str(cache)})
-    if context_of(tcfg.context).documents:  # every sentence in its document: no two alike
-        sentences, docs = words, [s.doc_id for s in data.train] + [d for _, d in extra]
-    else:  # a sentence's labels are its own: each distinct sentence once
-        sentences, docs = list(dict.fromkeys(words)), None
+    return tcfg, teacher_run, student
 
-    def load_teacher() -> Any:
-        from seqrep.model.labeler import SequenceLabeler
 
-        return SequenceLabeler.from_pretrained(teacher, device=train_config.device,
-                                               precision=train_config.precision)
+def _write_request(output: Path, teacher: Path, unlabeled: str | Path | None,
+                   temperature: float, gold_weight: float, student: LabelerConfig,
+                   train_config: TrainConfig, reader_options: dict[str, Any] | None,
+                   cache: Path) -> None:
+    """A fresh student folder holding the settings of the distillation (``distill.json``), so
+    ``--resume`` can carry on."""
+    if output.exists():
+        shutil.rmtree(output)  # checked: an old run or distillation
+    output.mkdir(parents=True)
+    write_json(output / REQUEST, {
+        "teacher": str(teacher), "unlabeled": str(Path(unlabeled).resolve())
+        if unlabeled else None, "temperature": temperature, "gold_weight": gold_weight,
+        "labeler": student.to_dict(), "train": train_config.to_dict(),
+        "reader_options": reader_options or {}, "cache": str(cache)})
 
-    from seqrep.train.teacher_cache import teacher_key
 
-    logp, speed = label_cache(load_teacher, sentences, cache, len(tcfg.labels),
-                              train_config.eval_batch_size, chunk, quiet, docs,
-                              teacher_key(teacher))
-    if docs is None:
-        by_words = dict(zip(sentences, logp))
-        logp = [by_words[w] for w in words]
-    record = {"teacher": str(teacher), "teacher_model": tcfg.model,
-              "teacher_context": tcfg.context,
-              "teacher_dataset": teacher_run["train"].get("dataset"),
-              "temperature": temperature, "gold_weight": gold_weight,
-              "unlabeled": str(unlabeled) if unlabeled else None,
-              "unlabeled_sentences": len(extra),
-              "cache": CACHE if cache == output / CACHE else str(cache), **speed}
-    plan = Distillation(logp, words, extra, temperature, gold_weight, {"distill": record})
-    metrics = train(student, train_config, output, resume=(output / "run.json").exists(),
-                    quiet=quiet, reader_options=reader_options, distill=plan)
-    if metrics.get("status") == "finished":
-        metrics["distill"] = {k: record[k] for k in (
-            "teacher", "teacher_sentences", "teacher_seconds", "teacher_sentences_per_second")}
-        metrics["distill"].update(seconds=round(time.perf_counter() - began, 2),
-                                  resumed=resume, work_seconds=_work_seconds(output, metrics,
-                                                                             record))
-        write_json(output / "metrics.json", metrics)
-    return metrics
+def _finish(output: Path, metrics: dict[str, Any], record: dict[str, Any], began: float,
+            resume: bool) -> None:
+    """A finished student's ``metrics.json`` with the distillation's figures added."""
+    metrics["distill"] = {k: record[k] for k in (
+        "teacher", "teacher_sentences", "teacher_seconds", "teacher_sentences_per_second")}
+    metrics["distill"].update(seconds=round(time.perf_counter() - began, 2),
+                              resumed=resume, work_seconds=_work_seconds(output, metrics,
+                                                                         record))
+    write_json(output / "metrics.json", metrics)
 
 
 def _notice_held_out(extra: list[tuple[tuple[str, ...], str]], data: Any) -> None:

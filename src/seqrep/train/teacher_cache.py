@@ -26,6 +26,9 @@ from typing import Any
 
 import torch
 
+from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.contexts import context_of
+
 CHUNK = 512  # sentences per cache file (a longer document makes a longer one)
 CACHE = "teacher-labels"
 
@@ -148,3 +151,31 @@ def label_cache(load_teacher: Callable[[], Any], sentences: list[tuple[str, ...]
              if seconds else None,
              "teacher_labeled_sentences": labeled}
     return out, speed
+
+
+def teacher_logp(teacher: Path, tcfg: LabelerConfig, train_config: TrainConfig,
+                 words: list[tuple[str, ...]], data: Any,
+                 extra: list[tuple[tuple[str, ...], str]], cache: Path, chunk: int,
+                 quiet: bool) -> tuple[list[torch.Tensor], dict[str, Any]]:
+    """The teacher's log-probabilities for each of ``words`` (the training split's sentences,
+    then the unlabeled ones), read from or added to its label cache, and its labeling speed."""
+    if context_of(tcfg.context).documents:  # every sentence in its document: no two alike
+        sentences, docs = words, [s.doc_id for s in data.train] + [d for _, d in extra]
+    else:  # a sentence's labels are its own: each distinct sentence once
+        sentences, docs = list(dict.fromkeys(words)), None
+
+    def load_teacher() -> Any:
+        from seqrep.model.labeler import SequenceLabeler
+
+        return SequenceLabeler.from_pretrained(teacher, device=train_config.device,
+                                               precision=train_config.precision)
+
+    from seqrep.train.teacher_cache import teacher_key
+
+    logp, speed = label_cache(load_teacher, sentences, cache, len(tcfg.labels),
+                              train_config.eval_batch_size, chunk, quiet, docs,
+                              teacher_key(teacher))
+    if docs is None:
+        by_words = dict(zip(sentences, logp))
+        logp = [by_words[w] for w in words]
+    return logp, speed
