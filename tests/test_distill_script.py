@@ -123,7 +123,11 @@ def stubbed(tmp_path: Path) -> tuple[dict[str, str], Path]:
     bin_dir.mkdir()
     (bin_dir / "seqrep").write_text(f"#!{sys.executable}\n{STUB}", encoding="utf-8")
     (bin_dir / "seqrep").chmod(0o755)
-    (bin_dir / "python").symlink_to(sys.executable)
+    # a wrapper, not a symlink: Python finds its virtual environment from the path it is
+    # started by, so a link outside .venv would run the base interpreter without its packages
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n',
+                                    encoding="utf-8")
+    (bin_dir / "python").chmod(0o755)
     log = tmp_path / "calls.jsonl"
     env = {**{k: v for k, v in os.environ.items() if k not in ("STUDENTS", "COMMON")},
            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "STUB_LOG": str(log),
