@@ -61,6 +61,14 @@ def test_the_notice_is_said_with_document_context_only() -> None:
         "each sentence there is a document of its own, labeled as at sentence level")
 
 
+def test_the_notice_names_every_bare_split_and_skips_empty_ones() -> None:
+    # an empty split (no dev set) has no sentences to be alone; two bare splits "have"
+    assert DOCUMENT.notice({"train": _sents("d1"), "dev": []}) is None
+    assert DOCUMENT.notice({"dev": _sents(None), "test": _sents(None)}) == (
+        "notice: context=document, but dev and test have no document ids (no -DOCSTART- or "
+        "doc_id): each sentence there is a document of its own, labeled as at sentence level")
+
+
 def test_report_cells_and_run_names() -> None:
     assert SENTENCE.cell(256, " | ") == "sentence"
     assert DOCUMENT.cell(256, "\n") == "document 256"
