@@ -143,6 +143,24 @@ def test_the_configs_check_themselves_from_python() -> None:
     assert ServeSettings().max_batch_tokens == 512
 
 
+@pytest.mark.parametrize("name,low,says", [
+    ("max_batch_tokens", 1, "expected 1 or more"), ("max_texts", 1, "expected 1 or more"),
+    ("max_text_chars", 1, "expected 1 or more"), ("max_queue", 1, "expected 1 or more"),
+    ("retry_after_s", 1, "expected 1 or more"), ("max_connections", 1, "expected 1 or more"),
+    ("max_wait_ms", 0, "expected 0 or more"), ("request_timeout", 0.001, "expected more than 0")])
+def test_each_serve_limit_has_its_bound(name: str, low: float, says: str) -> None:
+    """Each ServeSettings limit: its least value is taken, one step below is one line naming
+    the option as the command spells it."""
+    from seqrep.errors import ConfigError
+    from seqrep.serve.settings import ServeSettings
+
+    assert getattr(ServeSettings(**{name: low}), name) == low
+    below = 0 if name == "request_timeout" else low - 1
+    option = "--" + name.replace("_", "-")
+    with pytest.raises(ConfigError, match=f"^{option} {below}; {says}$"):
+        ServeSettings(**{name: below})
+
+
 def test_the_python_loaders_default_to_the_commands_device() -> None:
     """`--device auto` is the commands' default (README, "On a GPU"); the ONNX labeler's
     loader and place() take the same default (on ONNX Runtime, auto is the CPU, its only
