@@ -53,6 +53,24 @@ def documents(doc_ids: Sequence[Hashable | None]) -> list[list[int]]:
     return groups
 
 
+def chunk_spans(n: int, size: int, docs: Sequence[Hashable | None] | None = None
+                ) -> list[tuple[int, int]]:
+    """``(start, end)`` runs of ``n`` sentences, ``size`` each; with ``docs`` a run ends only
+    where a document does (it closes once it holds ``size`` or more, a longer document is one
+    run), so document context sees whole documents whatever the chunking."""
+    groups = documents(docs) if docs is not None else [[i] for i in range(n)]
+    out: list[tuple[int, int]] = []
+    start = 0
+    for group in groups:
+        end = group[-1] + 1
+        if end - start >= size:
+            out.append((start, end))
+            start = end
+    if start < n:
+        out.append((start, n))
+    return out
+
+
 def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpec, limit: int,
                     separator: Sequence[int] = (),
                     leads: Sequence[Sequence[int]] | None = None

@@ -85,6 +85,7 @@ def evaluate(labeler: SequenceLabeler, sentences: Sequence[Sentence], decoding: 
     Returns:
         :func:`score`'s keys plus ``sentences`` and ``seconds`` (prediction time).
     """
+    from seqrep.encode.document import chunk_spans
     from seqrep.predict import predict_tags
 
     start = time.perf_counter()
@@ -92,7 +93,7 @@ def evaluate(labeler: SequenceLabeler, sentences: Sequence[Sentence], decoding: 
     docs = labeler_context(labeler).doc_ids(sentences)
     chunk = max(batch_size * 8, 256) if progress else max(len(words), 1)
     pred: list[list[str]] = []
-    for i, j in _chunks(len(words), chunk, docs):
+    for i, j in chunk_spans(len(words), chunk, docs):
         pred += [tags for tags, _ in predict_tags(labeler, words[i:j], decoding, batch_size,
                                                   None if docs is None else docs[i:j])]
         if progress:
@@ -103,21 +104,3 @@ def evaluate(labeler: SequenceLabeler, sentences: Sequence[Sentence], decoding: 
     result = score([s.tags for s in sentences], pred, labeler.config.task)
     result.update(sentences=len(sentences), seconds=round(seconds, 3))
     return result
-
-
-def _chunks(n: int, size: int, docs: Sequence[Any] | None) -> list[tuple[int, int]]:
-    """``(start, end)`` runs of about ``size`` sentences; with ``docs`` a run ends only where
-    a document does, so document context sees whole documents whatever the chunking."""
-    from seqrep.encode.document import documents
-
-    groups = documents(docs) if docs is not None else [[i] for i in range(n)]
-    out: list[tuple[int, int]] = []
-    start = 0
-    for group in groups:
-        end = group[-1] + 1
-        if end - start >= size:
-            out.append((start, end))
-            start = end
-    if start < n:
-        out.append((start, n))
-    return out

@@ -33,27 +33,6 @@ CHUNK = 512  # sentences per cache file (a longer document makes a longer one)
 CACHE = "teacher-labels"
 
 
-def chunk_spans(n: int, docs: Sequence[Hashable | None] | None, chunk: int
-                ) -> list[tuple[int, int]]:
-    """``(start, end)`` of each chunk of ``n`` sentences: ``chunk`` sentences each, or with
-    ``docs`` whole documents up to about ``chunk`` sentences (a chunk closes once it holds
-    ``chunk`` or more; a longer document is one chunk)."""
-    if docs is None:
-        return [(c, min(c + chunk, n)) for c in range(0, n, chunk)]
-    from seqrep.encode.document import documents
-
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for group in documents(docs):
-        end = group[-1] + 1
-        if end - start >= chunk:
-            spans.append((start, end))
-            start = end
-    if start < n:
-        spans.append((start, n))
-    return spans
-
-
 def _digest(sentences: Sequence[tuple[str, ...]], docs: Sequence[Any] | None,
             teacher: str = "") -> str:
     body: Any = list(sentences) if docs is None else [list(sentences), list(docs)]
@@ -120,7 +99,9 @@ def label_cache(load_teacher: Callable[[], Any], sentences: list[tuple[str, ...]
     for stale in folder.glob(".*.tmp"):
         stale.unlink(missing_ok=True)
     teacher, out, labeled, seconds = None, [], 0, 0.0
-    spans = chunk_spans(len(sentences), docs, chunk)
+    from seqrep.encode.document import chunk_spans
+
+    spans = chunk_spans(len(sentences), chunk, docs)
     for k, (a, b) in enumerate(spans):
         part, part_docs = sentences[a:b], None if docs is None else list(docs[a:b])
         path, digest = folder / f"{k:05d}.safetensors", _digest(part, part_docs, teacher_id)
