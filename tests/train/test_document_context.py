@@ -13,7 +13,8 @@ from support import train_configs, write_corpus
 from seqrep.cli.app import main
 from seqrep.data import load_corpus
 from seqrep.data.splits import load_data
-from seqrep.evaluate import _chunks, evaluate
+from seqrep.encode.document import chunk_spans
+from seqrep.evaluate import evaluate
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.train import train
 from seqrep.train.loop import Trainer, shard_indices
@@ -86,8 +87,8 @@ def test_a_run_with_document_context_records_saves_and_evaluates_it(
 
 def test_chunks_and_shards_keep_documents_whole() -> None:
     docs = ["a"] * 4 + ["b"] * 2 + [None] * 4
-    assert _chunks(10, 3, docs) == [(0, 4), (4, 7), (7, 10)]
-    assert _chunks(10, 3, None) == [(0, 3), (3, 6), (6, 9), (9, 10)]
+    assert chunk_spans(10, 3, docs) == [(0, 4), (4, 7), (7, 10)]
+    assert chunk_spans(10, 3, None) == [(0, 3), (3, 6), (6, 9), (9, 10)]
     docs = ["a", "a", "b", None, "c", "c", "c"]
     assert shard_indices(7, docs, 0, 2) == [0, 1, 3]
     assert shard_indices(7, docs, 1, 2) == [2, 4, 5, 6]
