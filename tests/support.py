@@ -159,6 +159,19 @@ def write_corpus(path: Path, n: int, seed: int = 0) -> Path:
     return path
 
 
+def with_documents(path: Path, per_doc: int) -> Path:
+    """The toy corpus at ``path`` cut into documents of ``per_doc`` sentences by -DOCSTART-
+    lines, as CoNLL-2003 is."""
+    blocks = path.read_text(encoding="utf-8").strip().split("\n\n")
+    out = []
+    for i, block in enumerate(blocks):
+        if i % per_doc == 0:
+            out.append("-DOCSTART- -X- -X- O")
+        out.append(block)
+    path.write_text("\n\n".join(out) + "\n", encoding="utf-8")
+    return path
+
+
 def train_configs(model: str, corpus: tuple[str, str], finetune: str = "full", **train_kw):
     """The training tests' configs: r=1, exit at 3, 3 epochs of batches of 8, fast rates."""
     from seqrep.config import LabelerConfig, TrainConfig

@@ -12,25 +12,12 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from support import cli, train_configs, write_corpus
+from support import cli, train_configs, with_documents, write_corpus
 
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.train import train
 from seqrep.train.distill import distill
-
-
-def with_documents(path: Path, per_doc: int) -> Path:
-    """The toy corpus at ``path`` cut into documents of ``per_doc`` sentences by -DOCSTART-
-    lines, as CoNLL-2003 is."""
-    blocks = path.read_text(encoding="utf-8").strip().split("\n\n")
-    out = []
-    for i, block in enumerate(blocks):
-        if i % per_doc == 0:
-            out.append("-DOCSTART- -X- -X- O")
-        out.append(block)
-    path.write_text("\n\n".join(out) + "\n", encoding="utf-8")
-    return path
 
 
 def blocks_of(path: Path) -> list[list[list[str]]]:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support import train_configs, write_corpus
+from support import train_configs, with_documents, write_corpus
 
 from seqrep.cli.app import main
 from seqrep.data import load_corpus
@@ -20,19 +20,6 @@ from seqrep.train import train
 from seqrep.train.loop import Trainer, shard_indices
 
 NOTICE = "notice: context=document"
-
-
-def with_documents(path: Path, per_doc: int) -> Path:
-    """The toy corpus at ``path`` cut into documents of ``per_doc`` sentences by -DOCSTART-
-    lines, as CoNLL-2003 is."""
-    blocks = path.read_text(encoding="utf-8").strip().split("\n\n")
-    out = []
-    for i, block in enumerate(blocks):
-        if i % per_doc == 0:
-            out.append("-DOCSTART- -X- -X- O")
-        out.append(block)
-    path.write_text("\n\n".join(out) + "\n", encoding="utf-8")
-    return path
 
 
 def cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str]:
