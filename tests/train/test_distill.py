@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from support import train_configs, write_corpus
+from support import cli, train_configs, write_corpus
 
-from seqrep.cli.app import main
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.train import train
@@ -187,16 +186,6 @@ def test_temperature_one_is_the_soft_cross_entropy_by_hand(tiny, teacher, teache
         assert torch.allclose(grad, mine, atol=1e-6, rtol=1e-4), name
 
 
-def cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str]:
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as ex:
-        code = ex.code if isinstance(ex.code, int) else 1
-    return code, capsys.readouterr().err
-
-
 def test_bad_input_is_one_line_and_writes_nothing(tiny, teacher, handful, tmp_path: Path,
                                                   capsys) -> None:
     not_a_run = tmp_path / "not-a-run"
@@ -236,7 +225,7 @@ def test_bad_input_is_one_line_and_writes_nothing(tiny, teacher, handful, tmp_pa
              ([str(teacher), "--dataset", str(other_labels)], "B-ORG")]
     for k, (args, named) in enumerate(cases):
         out = tmp_path / f"out{k}"
-        code, err = cli(capsys, "distill", *base, *args, "-o", str(out))
+        code, _, err = cli(capsys, "distill", *base, *args, "-o", str(out))
         assert code == 2, (args, err)
         assert len(err.strip().splitlines()) == 1 and named in err, (args, err)
         assert not out.exists(), args
@@ -291,7 +280,7 @@ def test_cli_adds_unlabeled_text_split_by_seqrep_rules(tiny, teacher, handful, t
     raw.write_text("Obama visited Paris. Peter left Berlin.\n\nMaria reached Tokyo\n",
                    encoding="utf-8")
     out = tmp_path / "student"
-    code, err = cli(capsys, "distill", str(teacher), "--student", tiny("qwen2"), "--dataset",
+    code, _, err = cli(capsys, "distill", str(teacher), "--student", tiny("qwen2"), "--dataset",
                     str(handful[0]), "--eval-split", str(handful[1]), "--test-split", "",
                     "--unlabeled", str(raw), "--max-steps", "1", "-r", "0", "--exit-layer",
                     "2", "--quiet", "-o", str(out))
@@ -307,7 +296,7 @@ def test_cli_adds_unlabeled_text_split_by_seqrep_rules(tiny, teacher, handful, t
     jsonl = tmp_path / "more.jsonl"
     jsonl.write_text('{"words": ["Boris", "left", "Madrid"]}\n', encoding="utf-8")
     out2 = tmp_path / "student2"
-    code, err = cli(capsys, "distill", str(teacher), "--student", tiny("qwen2"), "--dataset",
+    code, _, err = cli(capsys, "distill", str(teacher), "--student", tiny("qwen2"), "--dataset",
                     str(handful[0]), "--eval-split", str(handful[1]), "--test-split", "",
                     "--unlabeled", str(jsonl), "--max-steps", "1", "--quiet", "-o", str(out2))
     assert code == 0, err
