@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support import train_configs, with_documents, write_corpus
+from support import cli, train_configs, with_documents, write_corpus
 
 from seqrep.cli.app import main
 from seqrep.data import load_corpus
@@ -20,17 +20,6 @@ from seqrep.train import train
 from seqrep.train.loop import Trainer, shard_indices
 
 NOTICE = "notice: context=document"
-
-
-def cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str]:
-    """Run ``seqrep ARGS`` in this process: (exit code, stderr)."""
-    capsys.readouterr()
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as ex:
-        code = ex.code if isinstance(ex.code, int) else 1
-    return code, capsys.readouterr().err
 
 
 def test_a_run_with_document_context_records_saves_and_evaluates_it(
@@ -99,7 +88,7 @@ def test_a_corpus_without_documents_gets_one_notice(tiny, tmp_path: Path,
 def test_a_budget_of_no_tokens_is_one_line_exit_2(tmp_path: Path, value: str,
                                                   capsys: pytest.CaptureFixture) -> None:
     data = write_corpus(tmp_path / "train.txt", 4)
-    code, err = cli(capsys, "train", "--dataset", str(data), "--output",
+    code, _, err = cli(capsys, "train", "--dataset", str(data), "--output",
                     str(tmp_path / "run"), "--context", "document", "--context-tokens", value)
     assert code == 2, err
     assert len(err.strip().splitlines()) == 1 and "context_tokens" in err, err
@@ -109,7 +98,7 @@ def test_a_budget_of_no_tokens_is_one_line_exit_2(tmp_path: Path, value: str,
 def test_an_unknown_context_is_one_line_exit_2(tmp_path: Path,
                                               capsys: pytest.CaptureFixture) -> None:
     data = write_corpus(tmp_path / "train.txt", 4)
-    code, err = cli(capsys, "train", "--dataset", str(data), "--output",
+    code, _, err = cli(capsys, "train", "--dataset", str(data), "--output",
                     str(tmp_path / "run"), "--context", "page")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "context" in err, err
 
