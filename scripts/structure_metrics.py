@@ -334,20 +334,15 @@ def summary(m: dict[str, Any]) -> str:
     out += [f"  {x['lines']:5d} {x['module']}" for x in m["modules_over_300"]]
     out.append(f"{key.replace('_', ' ')} lines: {len(m[key])}")
     out += [f"  {f['lines']:5d} {f['function']} (line {f['line']})" for f in m[key]]
-    out.append(f"import circles (module-level imports): {len(m['circles_top_level'])}")
-    out += ["  " + " <-> ".join(c) for c in m["circles_top_level"]]
-    out.append("import circles (with imports inside functions): "
-               f"{len(m['circles_with_function_imports'])}")
-    out += ["  " + " <-> ".join(c) for c in m["circles_with_function_imports"]]
-    out.append("import circles (with imports inside functions and for type checking): "
-               f"{len(m['circles_all_imports'])}")
-    out += ["  " + " <-> ".join(c) for c in m["circles_all_imports"]]
-    out.append("import circles between subpackages (all imports): "
-               f"{len(m['circles_between_packages'])}")
-    out += ["  " + " <-> ".join(c) for c in m["circles_between_packages"]]
-    out.append("import circles between subpackages (without type-checking imports): "
-               f"{len(m['circles_between_packages_at_run_time'])}")
-    out += ["  " + " <-> ".join(c) for c in m["circles_between_packages_at_run_time"]]
+    for what, field in (("(module-level imports)", "circles_top_level"),
+                        ("(with imports inside functions)", "circles_with_function_imports"),
+                        ("(with imports inside functions and for type checking)",
+                         "circles_all_imports"),
+                        ("between subpackages (all imports)", "circles_between_packages"),
+                        ("between subpackages (without type-checking imports)",
+                         "circles_between_packages_at_run_time")):
+        out.append(f"import circles {what}: {len(m[field])}")
+        out += ["  " + " <-> ".join(c) for c in m[field]]
     s = m["strategy_comparisons"]
     fam = ", ".join(f"{k} {v}" for k, v in s["per_family"].items())
     tables = f" (in the tables {', '.join(s['tables'])}: {s['in_tables']})" if s["tables"] else ""
