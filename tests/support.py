@@ -159,6 +159,17 @@ def write_corpus(path: Path, n: int, seed: int = 0) -> Path:
     return path
 
 
+def load_script(name: str):  # noqa: ANN201 - the script's module
+    """``scripts/NAME.py`` of this repository, imported as a module named ``name``."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def with_documents(path: Path, per_doc: int) -> Path:
     """The toy corpus at ``path`` cut into documents of ``per_doc`` sentences by -DOCSTART-
     lines, as CoNLL-2003 is."""

@@ -3,21 +3,16 @@ hand from the files below."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "structure_metrics.py"
+from support import load_script
 
 
 @pytest.fixture(scope="module")
 def metrics():
-    spec = importlib.util.spec_from_file_location("structure_metrics", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("structure_metrics")
 
 
 FILES = {
