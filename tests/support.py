@@ -35,18 +35,34 @@ def _byte_bpe_tokenizer():
                                    unk_token="<unk>")
 
 
-def _roberta_tokenizer():
+def _roberta_tokenizer(texts: list[str] = CORPUS, wordpiece: bool = False):
     """RoBERTa's layout: byte-level BPE, ``<s> $A </s>``, ``<pad>`` at id 1 (the padding_idx
-    its positions are numbered after)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    its positions are numbered after), trained on ``texts``; ``wordpiece``: all-mpnet-base-v2's
+    lowercased WordPiece in the BPE's place, with the same special tokens."""
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
     from transformers import PreTrainedTokenizerFast
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(CORPUS * 3, trainer)
+    specials = ["<s>", "<pad>", "</s>", "<unk>"]
+    if wordpiece:
+        tok = Tokenizer(models.WordPiece(unk_token="<unk>"))
+        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        trainer = trainers.WordPieceTrainer(vocab_size=300, special_tokens=specials)
+    else:
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials,
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts * 3, trainer)
     tok.post_processor = processors.TemplateProcessing(
         single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",

@@ -9,48 +9,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from support import SENTENCES, make_tiny
+from support import SENTENCES, _roberta_tokenizer, make_tiny
 
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.predict import predict_tags
 
 LABELS = ["O", "B-PER", "I-PER"]
-# special tokens in RoBERTa's and all-mpnet-base-v2's order: <pad> is id 1, the padding_idx
-# both models number positions after (MPNet's is 1 whatever its config says)
-SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]
 TEXT = [" ".join(s) for s in SENTENCES] + ["Obama visited Paris and Berlin last week ."]
 HIDDEN = dict(hidden_size=32, intermediate_size=64, num_attention_heads=4, num_hidden_layers=2)
-
-
-def _tokenizer(kind: str):
-    from tokenizers import (
-        Tokenizer,
-        decoders,
-        models,
-        normalizers,
-        pre_tokenizers,
-        processors,
-        trainers,
-    )
-    from transformers import PreTrainedTokenizerFast
-
-    if kind == "bpe":  # RoBERTa's byte-level BPE
-        tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tok.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIALS,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    else:  # MPNet's WordPiece
-        tok = Tokenizer(models.WordPiece(unk_token="<unk>"))
-        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        trainer = trainers.WordPieceTrainer(vocab_size=300, special_tokens=SPECIALS)
-    tok.train_from_iterator(TEXT * 3, trainer)
-    tok.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 2)])
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>",
-                                   cls_token="<s>", sep_token="</s>", pad_token="<pad>",
-                                   unk_token="<unk>")
 
 
 def make_roberta_like(root: Path, family: str, max_positions: int = 514) -> str:
@@ -60,7 +26,9 @@ def make_roberta_like(root: Path, family: str, max_positions: int = 514) -> str:
     path = root / f"{family}-{max_positions}"
     if (path / "config.json").exists():
         return str(path)
-    tok = _tokenizer("bpe" if family == "roberta" else "wordpiece")
+    # <pad> is id 1, the padding_idx both models number positions after (MPNet's is 1
+    # whatever its config says)
+    tok = _roberta_tokenizer(TEXT, wordpiece=family == "mpnet")
     assert tok.pad_token_id == 1
     cls = tf.RobertaConfig if family == "roberta" else tf.MPNetConfig
     config = cls(vocab_size=len(tok), pad_token_id=1, bos_token_id=0, eos_token_id=2,
