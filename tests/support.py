@@ -210,6 +210,20 @@ def train_configs(model: str, corpus: tuple[str, str], finetune: str = "full", *
     return lab, TrainConfig(**kw)
 
 
+class StandInPool:
+    """ProcessPoolExecutor's stand-in for the bench tests: a context manager that takes the
+    pool's arguments and does nothing else; a subclass's ``submit`` says what a job does."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def __enter__(self) -> StandInPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 def cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
     """Run ``seqrep ARGS`` in this process, its console script's entry point: (exit code,
     stdout, stderr)."""

@@ -9,7 +9,7 @@ from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
-from support import WORDS
+from support import WORDS, StandInPool
 
 from seqrep.errors import ConfigError
 from seqrep.lab.bench import BenchConfig, _measure, context_ratios, precision_speedups, speedups
@@ -86,18 +86,9 @@ def test_the_context_help_lists_the_contexts_table(monkeypatch) -> None:
     assert "sentence, document, page" in help_text
 
 
-class _InProcess:
+class _InProcess(StandInPool):
     """ProcessPoolExecutor's stand-in: each job runs here, its arguments and result through
     pickle as to a child process, without a new interpreter importing torch per row."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        pass
-
-    def __enter__(self) -> _InProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
     def submit(self, fn, *args) -> Future:  # noqa: ANN001, ANN002
         done: Future = Future()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support import write_corpus
+from support import StandInPool, write_corpus
 
 
 class _Done:
@@ -17,19 +17,10 @@ class _Done:
         return self.value
 
 
-class _Inline:
+class _Inline(StandInPool):
     """A ProcessPoolExecutor stand-in that records each job and answers a made-up row."""
 
     jobs: list[tuple] = []
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        pass
-
-    def __enter__(self) -> _Inline:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
     def submit(self, fn, *args):  # noqa: ANN001, ANN002, ANN202
         if fn.__name__ == "matmul_ceiling":
