@@ -4,6 +4,7 @@ the sentence and document checks. Needs neither ONNX nor a model."""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 from typing import Any
 
@@ -13,21 +14,22 @@ from seqrep.export.check import CHECK_SENTENCES, check_export
 
 
 class _Labeler:
-    """Logits of zeros, except (``off_in_documents``) in document rows: one logit of 1.0 on
-    another class, so both the largest difference (1.0) and the greedy tag change there."""
+    """Logits of zeros, except (``off_in_documents``) in document rows: one logit of ``off``
+    (1.0) on another class, so both the largest difference (1.0) and the greedy tag change
+    there."""
 
-    def __init__(self, context: str, off_in_documents: bool = False) -> None:
+    def __init__(self, context: str, off_in_documents: bool = False, off: float = 1.0) -> None:
         self.config = SimpleNamespace(context=context)
         self.encoder = SimpleNamespace(segments=lambda words: [0, 1])  # "long" at once
-        self.off = off_in_documents
+        self.off_in_documents, self.off = off_in_documents, off
         self.docs_seen: list[Any] = []
 
     def word_logits(self, sentences: Any, batch_size: int = 32, docs: Any = None) -> list:
         self.docs_seen.append(None if docs is None else list(docs))
         out = [torch.zeros(len(s), 3) for s in sentences]
-        if docs is not None and self.off:
+        if docs is not None and self.off_in_documents:
             for x in out:
-                x[:, 1] = 1.0
+                x[:, 1] = self.off
         return out
 
 
@@ -49,3 +51,13 @@ def test_a_sentence_labeler_is_checked_on_sentences_only() -> None:
     assert "documents" not in result
     assert result["max_abs_logit_diff"] == 0.0 and result["same_argmax"] is True
     assert onnx.docs_seen == [None, None, None]  # batch sizes 1, 4 and 32
+
+
+def test_a_nan_logit_is_the_worst_difference() -> None:
+    """A NaN in the ONNX logits is reported, not hidden: it beats the 0.0 of the words before
+    it within the document check, and the sentence check's 0.0 in the top-level figures
+    (max() would keep 0.0 in both places)."""
+    ref, onnx = _Labeler("document"), _Labeler("document", True, off=float("nan"))
+    result = check_export(ref, onnx)
+    assert math.isnan(result["documents"]["max_abs_logit_diff"])
+    assert math.isnan(result["max_abs_logit_diff"])
