@@ -148,6 +148,9 @@ SENTENCES = [
     ["Emoji", "🙂", "and", "東京", "Москва", "naïve", "!"],
 ]
 
+# the ONNX export tests' sentences: SENTENCES and a one-letter one (a row of a single subtoken)
+EXPORT_SENTENCES = [*SENTENCES[:3], ["x"], SENTENCES[3]]
+
 
 # plain word lists for tests that need sentences without tags
 WORDS = [["Obama", "visited", "Paris", "."], ["Peter", "Blackburn", "reports"],

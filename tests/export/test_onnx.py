@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support import EXPORT_SENTENCES
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
@@ -31,14 +32,7 @@ from seqrep.predict import predict_tags, predict_text  # noqa: E402
 TOL = 1e-4  # largest absolute logit difference accepted (measured: about 1e-6)
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 FAMILIES = ["llama", "qwen3", "gemma3"]
-SENTENCES = [
-    ["Obama", "visited", "Paris", "."],
-    ["The", "European", "Union", "said", "on", "Thursday", "it", "disagreed", "with", "German",
-     "advice", "."],
-    ["Peter", "Blackburn"],
-    ["x"],
-    ["Emoji", "🙂", "and", "東京", "Москва", "naïve", "!"],
-]
+SENTENCES = EXPORT_SENTENCES
 
 
 def _labeler(tiny, family: str, r: int = 1, unmask: str = "none") -> SequenceLabeler:

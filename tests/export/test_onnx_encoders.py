@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from support import cli
+from support import EXPORT_SENTENCES, cli
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
@@ -38,14 +38,7 @@ FAMILIES = ["bert", "mpnet", "roberta"]
 SAVED = {"bert": (0, "sentence"), "mpnet": (0, "document"), "roberta": (1, "sentence")}
 FIRST_POSITION = {"bert": 0, "mpnet": 2, "roberta": 2}  # transformers' own numbering
 DOC_TOKENS = 24  # a document window of 24 subtokens: the check sentences span several
-SENTENCES = [
-    ["Obama", "visited", "Paris", "."],
-    ["The", "European", "Union", "said", "on", "Thursday", "it", "disagreed", "with", "German",
-     "advice", "."],
-    ["Peter", "Blackburn"],
-    ["x"],
-    ["Emoji", "🙂", "and", "東京", "Москва", "naïve", "!"],
-]
+SENTENCES = EXPORT_SENTENCES
 TEXT = "Obama visited Paris. Maria left Tokyo 🙂 today! Peter Blackburn met Angela in Berlin."
 
 
