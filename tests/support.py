@@ -162,6 +162,22 @@ PLACES = ["Paris", "Berlin", "Brussels", "Tokyo", "Moscow", "Madrid"]
 VERBS = ["visited", "left", "praised", "reached"]
 
 
+def document(n: int) -> list[list[str]]:
+    """``n`` sentences cycling through :data:`SENTENCES`: one document."""
+    import itertools
+
+    return [list(s) for s in itertools.islice(itertools.cycle(SENTENCES), n)]
+
+
+def neighbours_change_labels(doc_labeler, sentence_labeler) -> bool:  # noqa: ANN001
+    """Whether a document labeler's logits of a document's second sentence differ from a
+    sentence labeler's of it read alone (the same weights: only the neighbours differ)."""
+    doc = document(4)
+    with_context = doc_labeler.word_logits(doc, docs=["d"] * 4)
+    alone = sentence_labeler.word_logits(doc)
+    return not torch.allclose(with_context[1], alone[1], atol=1e-4)
+
+
 def write_corpus(path: Path, n: int, seed: int = 0) -> Path:
     """A CoNLL file of 'PER VERB LOC .' sentences with some two-word names."""
     rng = random.Random(seed)

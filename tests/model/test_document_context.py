@@ -3,12 +3,11 @@ each word labeled once, labels independent of other documents, saved and reloade
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import pytest
 import torch
-from support import SENTENCES
+from support import SENTENCES, document, neighbours_change_labels
 
 from seqrep.model.labeler import SequenceLabeler
 
@@ -29,11 +28,6 @@ def sentence_labeler(tiny, doc_labeler: SequenceLabeler) -> SequenceLabeler:
     lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=1).eval()
     lab.load_state_dict(doc_labeler.state_dict())
     return lab
-
-
-def document(n: int) -> list[list[str]]:
-    """``n`` sentences cycling through the test sentences."""
-    return [list(s) for s in itertools.islice(itertools.cycle(SENTENCES), n)]
 
 
 def test_a_sentence_s_logits_are_those_of_its_rows_run_alone(doc_labeler) -> None:
@@ -80,10 +74,7 @@ def test_a_one_sentence_document_equals_sentence_level(doc_labeler, sentence_lab
 
 
 def test_neighbouring_sentences_change_the_labels(doc_labeler, sentence_labeler) -> None:
-    doc = document(4)
-    with_context = doc_labeler.word_logits(doc, docs=["d"] * 4)
-    alone = sentence_labeler.word_logits(doc)
-    assert not torch.allclose(with_context[1], alone[1], atol=1e-4)
+    assert neighbours_change_labels(doc_labeler, sentence_labeler)
 
 
 def test_a_budget_below_the_longest_sentence_windows_it(tiny) -> None:

@@ -4,12 +4,11 @@ only, sentence boundaries marked, and the window cut to the model's positions.""
 
 from __future__ import annotations
 
-import itertools
 from pathlib import Path
 
 import pytest
 import torch
-from support import SENTENCES
+from support import SENTENCES, document, neighbours_change_labels
 
 from seqrep.model.labeler import SequenceLabeler
 
@@ -29,10 +28,6 @@ def sentence_labeler(tiny, doc_labeler: SequenceLabeler) -> SequenceLabeler:
     lab = SequenceLabeler.from_model(tiny("bert", 2), labels=LABELS, repetitions=0).eval()
     lab.load_state_dict(doc_labeler.state_dict())
     return lab
-
-
-def document(n: int) -> list[list[str]]:
-    return [list(s) for s in itertools.islice(itertools.cycle(SENTENCES), n)]
 
 
 def test_a_row_is_one_cls_sep_pair_with_sentences_marked_inside(doc_labeler) -> None:
@@ -83,10 +78,7 @@ def test_a_sentence_s_labels_do_not_depend_on_its_batch(doc_labeler) -> None:
 
 
 def test_neighbours_change_an_encoder_s_labels(doc_labeler, sentence_labeler) -> None:
-    doc = document(4)
-    with_context = doc_labeler.word_logits(doc, docs=["d"] * 4)
-    alone = sentence_labeler.word_logits(doc)
-    assert not torch.allclose(with_context[1], alone[1], atol=1e-4)
+    assert neighbours_change_labels(doc_labeler, sentence_labeler)
 
 
 def test_the_window_fits_the_encoder_s_positions(tmp_path: Path) -> None:
