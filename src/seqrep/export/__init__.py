@@ -49,11 +49,10 @@ def load_labeler(path, runtime: str = "auto", trust_remote_code: bool = False,  
     from pathlib import Path
 
     from seqrep.errors import ConfigError
-    from seqrep.runtimes import check_runtime
     from seqrep.runtimes import runtime as pick
 
     exported = (Path(path) / META_FILE).is_file()
-    chosen = pick(check_runtime(runtime), exported)
+    chosen = pick(runtime, exported)  # checks the name too
     if exported and not chosen.onnx:
         raise ConfigError(f"{path} is an ONNX export; use --runtime onnx (or auto)")
     if chosen.onnx:
