@@ -108,8 +108,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     def run(batch_words: list[list[str]], bs: int, ids: list[Any] | None = None
             ) -> list[torch.Tensor]:
         if mode != "full_hidden_states":
-            return lab.word_states(batch_words, bs, max_tokens, **({"docs": ids} if ids
-                                                                    else {}))
+            return lab.word_states(batch_words, bs, max_tokens, docs=ids)
         return _authors_way(lab, batch_words, bs, max_tokens, exit_layer)
 
     run(words[:batch_size], batch_size, docs[:batch_size] if docs else None)  # warm-up
