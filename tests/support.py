@@ -178,6 +178,23 @@ def neighbours_change_labels(doc_labeler, sentence_labeler) -> bool:  # noqa: AN
     return not torch.allclose(with_context[1], alone[1], atol=1e-4)
 
 
+def sharp_document_labeler(model: str, labels: list[str], **kw):  # noqa: ANN003, ANN201
+    """A frozen labeler of ``model`` with document context (windows of 24 subtokens, greedy)
+    and a random head made steeper (seed 4), so a change of context shows in its tags; in
+    eval mode. ``kw``: other settings (``exit_layer``)."""
+    from seqrep.model.labeler import SequenceLabeler
+
+    torch.manual_seed(0)
+    lab = SequenceLabeler.from_model(model, labels=labels, repetitions=1, finetune="frozen",
+                                     decoding="greedy", context="document", context_tokens=24,
+                                     **kw)
+    torch.manual_seed(4)
+    with torch.no_grad():
+        for p in lab.head.parameters():
+            p.normal_(0, 2.0)
+    return lab.eval()
+
+
 def write_corpus(path: Path, n: int, seed: int = 0) -> Path:
     """A CoNLL file of 'PER VERB LOC .' sentences with some two-word names."""
     rng = random.Random(seed)

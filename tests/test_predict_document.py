@@ -10,8 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
-from support import cli
+from support import cli, sharp_document_labeler
 
 from seqrep.contexts import SENTENCE
 from seqrep.data.tags import spans_to_tags, strict_spans
@@ -26,23 +25,11 @@ TEXT = ("Obama visited Paris. The European Union said on Thursday it disagreed w
 OTHER = "Maria left Tokyo for Moscow. Boris praised Madrid."
 
 
-def _sharpen(lab: SequenceLabeler) -> SequenceLabeler:
-    """A random head made steeper, so a change of context shows in the greedy tags (this
-    seed: in each test's check that it does)."""
-    torch.manual_seed(4)
-    with torch.no_grad():
-        for p in lab.head.parameters():
-            p.normal_(0, 2.0)
-    return lab.eval()
-
-
 @pytest.fixture(scope="module")
 def folder(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    torch.manual_seed(0)
-    lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=1,
-                                     finetune="frozen", decoding="greedy",
-                                     context="document", context_tokens=24)
-    return _sharpen(lab).save_pretrained(tmp_path_factory.mktemp("docpredict") / "lab")
+    # the steeper head's seed shows a change of context in each test's check that it does
+    return sharp_document_labeler(tiny("llama"), LABELS).save_pretrained(
+        tmp_path_factory.mktemp("docpredict") / "lab")
 
 
 @pytest.fixture(scope="module")

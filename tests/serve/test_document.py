@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support import sharp_document_labeler
 
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.predict import predict_text, split_text
@@ -23,15 +24,9 @@ TEXTS = ["Obama visited Paris. The European Union said on Thursday it disagreed 
 
 @pytest.fixture(scope="module")
 def doc_dir(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    torch.manual_seed(0)
-    lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=1,
-                                     finetune="frozen", decoding="greedy",
-                                     context="document", context_tokens=24)
-    torch.manual_seed(4)  # a steeper random head: context shows in the tags
-    with torch.no_grad():
-        for p in lab.head.parameters():
-            p.normal_(0, 2.0)
-    return lab.save_pretrained(tmp_path_factory.mktemp("servedoc") / "lab")
+    # a steeper random head: context shows in the tags
+    return sharp_document_labeler(tiny("llama"), LABELS).save_pretrained(
+        tmp_path_factory.mktemp("servedoc") / "lab")
 
 
 @pytest.fixture(scope="module")
