@@ -126,6 +126,24 @@ def _records(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_bytes().decode().split("\n")[:-1]]
 
 
+def _interrupt(lab: SequenceLabeler, src: Path, out: Path, stop_at: int, keep: int
+               ) -> list[bytes]:
+    """Stream ``src`` to ``out`` in chunks of 2 lines, interrupted (Ctrl-C) once ``stop_at``
+    sentences are done; then cut the partial output after ``keep`` whole records and 7 bytes
+    of the next. Returns the partial output's lines before the cut."""
+
+    def stop(done: int, total: int) -> None:
+        if done >= stop_at:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        predict_file(lab, src, out, chunk=2, progress=stop)
+    partial = out.with_name(out.name + ".partial")
+    lines = partial.read_bytes().split(b"\n")
+    partial.write_bytes(b"\n".join(lines[:keep]) + b"\n" + lines[keep][:7])
+    return lines
+
+
 def test_streaming_never_splits_a_document(lab, tmp_path: Path) -> None:
     src = _jsonl(tmp_path / "in.jsonl", ROWS)
     expected = _expected(lab)
@@ -134,16 +152,7 @@ def test_streaming_never_splits_a_document(lab, tmp_path: Path) -> None:
     assert predict_file(lab, src, out, chunk=2) == len(ROWS)
     assert record_tags(_records(out)) == expected
     # a partial output cut inside document "a" (after 2 of its 3 lines) resumes at its start
-    partial = tmp_path / "again.jsonl.partial"
-
-    def stop(done: int, total: int) -> None:
-        if done >= 5:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        predict_file(lab, src, tmp_path / "again.jsonl", chunk=2, progress=stop)
-    lines = partial.read_bytes().split(b"\n")
-    partial.write_bytes(b"\n".join(lines[:2]) + b"\n" + lines[2][:7])
+    _interrupt(lab, src, tmp_path / "again.jsonl", stop_at=5, keep=2)
     # a resume from line 3 would label it alone: that changes its tags
     assert tags_of(lab, [["Peter", "Blackburn", "left", "."]], None) != expected[5:6]
     whole = _records(out)
@@ -260,17 +269,8 @@ def test_a_resume_inside_a_later_document_keeps_the_lines_before_it(lab, tmp_pat
     as they were and relabels "b" from line 5: the output equals an uninterrupted run."""
     src = _jsonl(tmp_path / "in.jsonl", ROWS)
     assert predict_file(lab, src, tmp_path / "whole.jsonl", chunk=2) == len(ROWS)
-    partial = tmp_path / "again.jsonl.partial"
-
-    def stop(done: int, total: int) -> None:
-        if done >= 6:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        predict_file(lab, src, tmp_path / "again.jsonl", chunk=2, progress=stop)
-    lines = partial.read_bytes().split(b"\n")
+    lines = _interrupt(lab, src, tmp_path / "again.jsonl", stop_at=6, keep=5)
     assert len(lines) == 7 and lines[-1] == b""  # 6 records written
-    partial.write_bytes(b"\n".join(lines[:5]) + b"\n" + lines[5][:7])
     assert predict_file(lab, src, tmp_path / "again.jsonl", chunk=2) == len(ROWS)
     assert _records(tmp_path / "again.jsonl") == _records(tmp_path / "whole.jsonl")
 
@@ -294,16 +294,7 @@ def test_a_sentence_level_labeler_resumes_where_its_output_stops(folder: Path,
     lab.encoder.context = SENTENCE
     src = _jsonl(tmp_path / "in.jsonl", ROWS)
     out = tmp_path / "out.jsonl"
-
-    def stop(done: int, total: int) -> None:
-        if done >= 4:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        predict_file(lab, src, out, chunk=2, progress=stop)
-    partial = tmp_path / "out.jsonl.partial"
-    lines = partial.read_bytes().split(b"\n")
-    partial.write_bytes(b"\n".join(lines[:2]) + b"\n" + lines[2][:7])
+    _interrupt(lab, src, out, stop_at=4, keep=2)
     said: list[str] = []
     assert predict_file(lab, src, out, chunk=2, log=said.append) == len(ROWS)
     assert said and "resuming after 2 records" in said[0]
