@@ -124,20 +124,33 @@ async def _post_then_leave(app: Any, body: dict, leave: asyncio.Event) -> list[d
     return sent
 
 
-def test_queued_work_of_a_client_that_left_is_never_computed(labeler, proxy, gate, serving,
-                                                             until) -> None:
+def _held_app(labeler, proxy, gate) -> tuple[Any, Any]:  # noqa: ANN001
+    """A labeler whose batch holding the sentence "Held" waits for ``gate`` (its calls
+    counted), and an app serving it without waiting for batches to fill."""
+
     def hold(sentences):  # noqa: ANN001, ANN202
         if ("Held",) in [tuple(s) for s in sentences]:
             gate.wait(BOUND)
 
     counted = proxy(labeler, hold)
-    app = create_app(labeler=counted, settings=ServeSettings(max_wait_ms=0))
+    return counted, create_app(labeler=counted, settings=ServeSettings(max_wait_ms=0))
+
+
+async def _hold_the_worker(c, counted, until) -> asyncio.Future:  # noqa: ANN001
+    """Post "Held" and return its answer's future once the worker holds it."""
+    held = asyncio.ensure_future(c.post("/v1/label", json={"words": [["Held"]]}))
+    await asyncio.to_thread(until, lambda: len(counted.calls) == 1, BOUND)
+    return held
+
+
+def test_queued_work_of_a_client_that_left_is_never_computed(labeler, proxy, gate, serving,
+                                                             until) -> None:
+    counted, app = _held_app(labeler, proxy, gate)
 
     async def main() -> None:
         async with serving(app) as c:
             batcher = app.state.seqrep.batcher
-            held = asyncio.ensure_future(c.post("/v1/label", json={"words": [["Held"]]}))
-            await asyncio.to_thread(until, lambda: len(counted.calls) == 1, BOUND)
+            held = await _hold_the_worker(c, counted, until)
             leave = asyncio.Event()
             gone = asyncio.ensure_future(_post_then_leave(
                 app, {"words": [["Abandoned", "work"]]}, leave))
@@ -193,18 +206,12 @@ def test_cancelled_request_task_drops_its_queued_job(labeler, proxy, gate, servi
     """A request task cancelled while its job waits in the queue takes the job out at once,
     as a client's disconnect does: the queue is empty and the drop counted before the worker
     (held on another batch) could reach it."""
-    def hold(sentences):  # noqa: ANN001, ANN202
-        if ("Held",) in [tuple(s) for s in sentences]:
-            gate.wait(BOUND)
-
-    counted = proxy(labeler, hold)
-    app = create_app(labeler=counted, settings=ServeSettings(max_wait_ms=0))
+    counted, app = _held_app(labeler, proxy, gate)
 
     async def main() -> None:
         async with serving(app) as c:
             state, batcher = app.state.seqrep, app.state.seqrep.batcher
-            held = asyncio.ensure_future(c.post("/v1/label", json={"words": [["Held"]]}))
-            await asyncio.to_thread(until, lambda: len(counted.calls) == 1, BOUND)
+            held = await _hold_the_worker(c, counted, until)
             task = asyncio.ensure_future(state.label(["Cancelled work"], True, None))
             await asyncio.to_thread(until, lambda: batcher.depth == 1, BOUND)
             task.cancel()
