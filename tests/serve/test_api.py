@@ -377,3 +377,48 @@ def test_internal_error_is_json_without_traceback(labeler, proxy, serving) -> No
             assert (await c.post("/v1/label", json={"text": ""})).status_code == 200
 
     asyncio.run(main())
+
+
+def test_an_error_outside_the_labeler_is_json_500_and_logged(labeler, caplog) -> None:
+    """The app's catch-all handler: any exception a route lets out (here one added to the app,
+    not the labeler's, which the route itself turns into an ApiError) is the JSON 500 written
+    here, logged with its traceback on the server and never shown to the client."""
+    import logging
+
+    app = create_app(labeler=labeler)
+
+    @app.get("/boom")
+    async def boom() -> None:
+        raise RuntimeError("kernel exploded")
+
+    with caplog.at_level(logging.ERROR, logger="seqrep.serve"):
+        r = TestClient(app, raise_server_exceptions=False).get("/boom")
+    assert _error(r, 500) == {"code": 500, "type": "internal",
+                              "message": "internal server error (logged on the server)"}
+    assert "kernel exploded" not in r.text
+    assert any(rec.message == "internal error on /boom" and rec.exc_info
+               and "kernel exploded" in str(rec.exc_info[1]) for rec in caplog.records)
+
+
+def test_a_run_folder_loads_with_the_runtime_device_and_precision_asked(labeler, labeler_dir,
+                                                                        serving, monkeypatch
+                                                                        ) -> None:
+    """create_app(run_dir, runtime=, device=, precision=) hands each to load_labeler as given
+    (the model loads at startup, in the lifespan's thread)."""
+    import seqrep.export
+
+    asked = []
+
+    def load(run_dir, runtime, device, precision):  # noqa: ANN001, ANN202
+        asked.append((run_dir, runtime, device, precision))
+        return labeler
+
+    monkeypatch.setattr(seqrep.export, "load_labeler", load)
+    app = create_app(labeler_dir, runtime="torch", device="cpu", precision="fp32")
+
+    async def main() -> None:
+        async with serving(app):
+            pass
+
+    asyncio.run(main())
+    assert asked == [(labeler_dir, "torch", "cpu", "fp32")]
