@@ -131,3 +131,21 @@ def test_main_prints_and_saves(metrics, src: Path, tmp_path: Path, capsys) -> No
     assert "pkg.a <-> pkg.b <-> pkg.sub.e" in printed
     assert json.loads(out.read_text())["strategy_comparisons"]["total"] == 12
     assert metrics.main([str(tmp_path / "nowhere"), "--package", "pkg"]) == 2
+
+
+def test_the_size_bounds_and_where_an_import_runs(metrics, tmp_path: Path) -> None:
+    """Exactly 300 and 400 lines are not over (301 and 401 are); an import in the else of
+    ``if TYPE_CHECKING`` runs at module level, one in a function defined under
+    ``if TYPE_CHECKING`` is for the type checker only."""
+    for name, text in {"__init__.py": "", "m300.py": "x = 1\n" * 300,
+                       "m400.py": "x = 1\n" * 400, "m401.py": "x = 1\n" * 401,
+                       "a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                               "    def f():\n        import pkg.b\nelse:\n    import pkg.c\n",
+                       "b.py": "", "c.py": ""}.items():
+        (tmp_path / "pkg").mkdir(exist_ok=True)
+        (tmp_path / "pkg" / name).write_text(text)
+    m = metrics.measure(tmp_path, "pkg")
+    assert m["modules_over_300"] == [{"module": "pkg.m401", "lines": 401},
+                                     {"module": "pkg.m400", "lines": 400}]
+    assert m["modules_over_400"] == [{"module": "pkg.m401", "lines": 401}]
+    assert m["import_edges"] == {"top": 1, "function": 0, "type_checking": 1}
