@@ -37,23 +37,21 @@ def test_the_experiment_script_runs_resumes_and_summarises(tiny, tmp_path: Path)
            "DATASET": str(data["train"]), "TEACHER_MODEL": tiny("llama"), "TEACHER_LAYER": "3",
            "COMMON": f"--finetune full --head-lr 1e-2 --batch-size 8 --seed 1 --eval-split "
                      f"{data['dev']} --test-split {data['test']} --quiet",
-           "STUDENTS": f"enc {tiny('bert')} 0 - none 1e-3 1\n"
-                       f"dec {tiny('qwen2')} 0 3 full 1e-3 1",
+           # one student: the stand-in test above checks every student's commands
+           "STUDENTS": f"enc {tiny('bert')} 0 - none 1e-3 1",
            "BENCH_MODEL": tiny("qwen2"), "BENCH_REPETITIONS": "0", "BENCH_LAYERS": "3",
            "BENCH_ENCODERS": tiny("bert"), "BENCH_DATASET": str(data["test"]),
            "BENCH_SPLIT": "train", "BENCH_SENTENCES": "4"}
     done = run_script(env)
     assert done.returncode == 0, done.stderr[-3000:]
-    for name in ("teacher", "enc-distilled", "enc-plain", "dec-distilled", "dec-plain"):
+    for name in ("teacher", "enc-distilled", "enc-plain"):
         assert json.loads((runs / name / "metrics.json").read_text())["status"] == "finished"
-    distilled = json.loads((runs / "dec-distilled" / "run.json").read_text())
+    distilled = json.loads((runs / "enc-distilled" / "run.json").read_text())
     assert distilled["distill"]["teacher"] == str((runs / "teacher").resolve())
-    assert distilled["labeler"]["unmask"] == "full"
-    assert "distill" not in json.loads((runs / "dec-plain" / "run.json").read_text())
+    assert "distill" not in json.loads((runs / "enc-plain" / "run.json").read_text())
     assert distilled["distill"]["cache"] == str((runs / "teacher-labels").resolve())
-    assert distilled["distill"]["teacher_labeled_sentences"] == 0  # the first student's
     md = (runs / "report" / "results.md").read_text()
-    assert md.count("distilled from teacher") >= 2 and "Accuracy against speed" in md
+    assert md.count("distilled from teacher") >= 1 and "Accuracy against speed" in md
     summary = (runs / "summary.md").read_text().splitlines()
     assert [line.split(" | ")[0] for line in summary if line.startswith("| enc")] == ["| enc"]
     # everything is skipped the second time; a removed metrics.json makes a resume
@@ -61,7 +59,7 @@ def test_the_experiment_script_runs_resumes_and_summarises(tiny, tmp_path: Path)
     shutil.rmtree(runs / "enc-plain" / "best")
     again = run_script(env, "teacher", "students")
     assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stderr.count("done already") == 4
+    assert again.stderr.count("done already") == 2
     assert "resuming: " + str(runs / "enc-plain") in again.stderr
 
 
