@@ -156,10 +156,9 @@ class InferenceConfig(ConfigBase):
                 and value < 1:
             raise ConfigError(f"{flag} {value}; expected 1 or more")
         if name == "runtime":
-            from seqrep.runtimes import CHOICES
+            from seqrep.runtimes import check_runtime
 
-            if value not in CHOICES:
-                raise ConfigError(f"{flag} {value!r}; expected one of {', '.join(CHOICES)}")
+            check_runtime(value, flag)
         if name == "precision":
             from seqrep.runtimes import PRECISIONS
 

@@ -50,12 +50,12 @@ RUNTIMES = {r.name: r for r in (
 CHOICES = (AUTO, *RUNTIMES)  # what --runtime accepts
 
 
-def check_runtime(name: str) -> str:
-    """``name`` if ``--runtime`` accepts it, else a ConfigError naming the option."""
+def check_runtime(name: str, flag: str = "--runtime") -> str:
+    """``name`` if ``--runtime`` accepts it, else a ConfigError naming the option (``flag``)."""
     if name not in CHOICES:
         from seqrep.errors import ConfigError
 
-        raise ConfigError(f"--runtime {name!r}; expected one of {', '.join(CHOICES)}")
+        raise ConfigError(f"{flag} {name!r}; expected one of {', '.join(CHOICES)}")
     return name
 
 
