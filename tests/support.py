@@ -3,9 +3,13 @@ saved as ordinary model folders, the sentences they label, and a synthetic CoNLL
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import random
+import time
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -273,3 +277,25 @@ def cli(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
         code = ex.code if isinstance(ex.code, int) else 1
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+@contextlib.asynccontextmanager
+async def serving_app(app: Any, ready: bool = True) -> AsyncIterator[Any]:
+    """Run ``app``'s lifespan and give an httpx.AsyncClient on it (no sockets)."""
+    import httpx
+
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test",
+                                     timeout=60) as client:
+            if ready:
+                await _wait_ready(client)
+            yield client
+
+
+async def _wait_ready(client: Any, timeout: float = 60) -> None:
+    end = time.monotonic() + timeout
+    while (await client.get("/health")).status_code != 200:
+        if time.monotonic() > end:
+            raise TimeoutError("the server never became ready")
+        await asyncio.sleep(0.02)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from support import cli
+from support import cli, serving_app
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
@@ -84,3 +84,30 @@ def test_predict_runtime_onnx_labels_a_text_as_one_document(folders, capsys) -> 
     record = json.loads(stdout)
     assert [s["tags"] for s in record["sentences"]] == want
     assert record == predict_text(OnnxLabeler.from_pretrained(out), [TEXT])[0]
+
+
+def test_serve_runtime_onnx_labels_each_text_as_one_document(folders) -> None:
+    """`seqrep serve EXPORT --runtime onnx`: each text of a request is one document, with the
+    tags of the PyTorch labeler's own document encode of that text alone."""
+    pytest.importorskip("fastapi", reason="the serve extra is not installed")
+    import asyncio
+
+    from seqrep.serve.app import create_app
+
+    saved, out = folders
+    torch_lab = SequenceLabeler.from_pretrained(saved)
+    texts = [TEXT, "Maria left Tokyo for Moscow. Boris praised Madrid."]
+    want = []
+    for text in texts:
+        sents = _sentences(text)
+        want.append(_tags(torch_lab.word_logits(sents, docs=["d"] * len(sents))))
+    assert want[0] != _tags(torch_lab.word_logits(_sentences(texts[0])))
+
+    async def main():  # noqa: ANN202
+        async with serving_app(create_app(out, runtime="onnx")) as c:
+            return await c.post("/v1/label", json={"texts": texts})
+
+    answer = asyncio.run(main())
+    assert answer.status_code == 200, answer.text
+    got = [[s["tags"] for s in r["sentences"]] for r in answer.json()["results"]]
+    assert got == want

@@ -3,15 +3,14 @@ server loads), the labeler itself, and helpers to run an app with its lifespan."
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support import serving_app
 
 from seqrep.model.labeler import SequenceLabeler
 
@@ -66,32 +65,10 @@ def proxy() -> type[Proxy]:
     return Proxy
 
 
-@contextlib.asynccontextmanager
-async def _serving(app: Any, ready: bool = True) -> AsyncIterator[Any]:
-    """Run ``app``'s lifespan and give an httpx.AsyncClient on it (no sockets)."""
-    import httpx
-
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test",
-                                     timeout=60) as client:
-            if ready:
-                await _wait_ready(client)
-            yield client
-
-
-async def _wait_ready(client: Any, timeout: float = 60) -> None:
-    end = time.monotonic() + timeout
-    while (await client.get("/health")).status_code != 200:
-        if time.monotonic() > end:
-            raise TimeoutError("the server never became ready")
-        await asyncio.sleep(0.02)
-
-
 @pytest.fixture
 def serving():
     """``async with serving(app) as client``: the app with its lifespan, over ASGI."""
-    return _serving
+    return serving_app
 
 
 def wait_until(condition: Callable[[], bool], timeout: float = 30) -> None:
