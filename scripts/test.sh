@@ -5,4 +5,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
 ruff check src tests
-python -m pytest -q -p no:cacheprovider "$@"
+# one worker a core (at most 4; SEQREP_TEST_WORKERS overrides, 0 runs in this process): each
+# test runs torch on one thread (tests/conftest.py), and a file's tests share one worker, so
+# the tiny models a module loads once are loaded once
+python -m pytest -q -p no:cacheprovider -n "${SEQREP_TEST_WORKERS:-auto}" --maxprocesses 4 \
+  --dist loadfile "$@"
