@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import platform
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from typing import Any
 import httpx
 
 from seqrep.data import load_corpus
+from seqrep.model.device import cpu_features
 from seqrep.serve.local import free_port, wait_healthy
 
 HOST = "127.0.0.1"  # the only address this script ever sends to
@@ -275,7 +275,7 @@ def main() -> None:
             server.kill()
     result = {"command": "python scripts/bench_serve.py " + " ".join(sys.argv[1:]),
               "server": " ".join(["seqrep"] + cmd[3:]), "startup_s": round(load_s, 1),
-              "sentences": len(sentences), "machine": {"cpus": os.cpu_count(),
+              "sentences": len(sentences), "machine": {**cpu_features(),
                                                        "python": platform.python_version()},
               **result}
     out = Path(args.output)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 
@@ -20,7 +19,7 @@ import torch
 from seqrep.data import load_corpus
 from seqrep.evaluate import check_labels, score
 from seqrep.fileio import write_json
-from seqrep.model.device import cpu_has_bf16
+from seqrep.model.device import cpu_features, cpu_has_bf16
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.predict import decode_logits
 
@@ -37,7 +36,7 @@ def main() -> None:
     words = [s.words for s in gold]
     out = {"command": "python scripts/bf16_f1.py " + " ".join(sys.argv[1:]),
            "run": args.run, "sentences": len(gold), "cpu_native_bf16": cpu_has_bf16(),
-           "cpu": platform.processor() or platform.machine(),
+           "cpu": cpu_features(),
            "threads": torch.get_num_threads()}
     tags = {}
     for precision in ("fp32", "bf16"):

@@ -40,15 +40,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SHIP_POINTS = 0.5  # largest F1 loss (points) that an int8 variant may have to ship
 
 
-def cpu_flags() -> list[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    flags = set(next((x for x in text.splitlines() if x.startswith("flags")), "").split())
-    return sorted(flags & {"avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8"})
-
-
 class Calibration:
     """onnxruntime's CalibrationDataReader over the labeler's batches of some sentences."""
 
@@ -111,6 +102,7 @@ def main() -> None:
     from seqrep.export.onnx import export_onnx
     from seqrep.export.quantize import linear_matmuls, sensitive
     from seqrep.export.runtime import OnnxLabeler
+    from seqrep.model.device import cpu_features
     from seqrep.model.labeler import SequenceLabeler
 
     torch.set_num_threads(args.threads)
@@ -276,7 +268,7 @@ def main() -> None:
         "sentences_note": f"the first {len(words)} non-empty sentences of the CoNLL-2003 "
                           f"test split ({sum(1 for s in corpus.sentences if len(s))} in all)",
         "batch_size": args.batch_size, "threads": args.threads,
-        "machine": {"cpu_flags": cpu_flags(), "cores": os.cpu_count(),
+        "machine": {**cpu_features(), "cores": os.cpu_count(),
                     "python": platform.python_version(), "shared": True},
         "rule": f"int8 ships only if its F1 stays within {SHIP_POINTS} points of fp32 ONNX "
                 f"(a loss of at most {SHIP_POINTS}; a gain counts as kept)",

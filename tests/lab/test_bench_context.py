@@ -119,3 +119,13 @@ def test_run_bench_measures_both_contexts_in_one_run(tiny, tmp_path: Path, monke
         ("cut", 1), ("encoder", 0)]
     assert all(x["token_ratio"] > 0 for x in out["context_ratios"])
     assert all(r["sentences_per_second"] > 0 for r in out["rows"])
+    # the CPU it ran on, as /proc/cpuinfo's first flags line says (read here on its own)
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    line = next((x for x in text.splitlines() if x.startswith("flags")), "flags :")
+    have = set(line.split(":", 1)[1].split())
+    assert out["cpu"]["flags"] == [f for f in ("avx2", "avx512f", "avx512_bf16", "avx512_vnni",
+                                               "avx_vnni", "amx_bf16", "amx_int8") if f in have]
+    assert out["cpu"]["native_bf16"] == bool(have & {"avx512_bf16", "amx_bf16"})

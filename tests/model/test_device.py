@@ -162,3 +162,42 @@ def test_ran_on_line_says_runtime_device_and_precision(monkeypatch) -> None:
     assert device.ran_on_line(lab("onnx-int8", "cpu", "fp32")) == \
         "running on cpu, ONNX Runtime, int8 graph"
     assert device.ran_on_line(object()) == "running on an unknown device"
+
+
+XEON = """processor\t: 0
+vendor_id\t: GenuineIntel
+model name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz
+flags\t\t: fpu vme sse4_2 avx2 avx512f avx512_vnni avx512_bf16 amx_int8 amx_tile
+processor\t: 1
+model name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz
+flags\t\t: fpu vme sse4_2 avx2 avx512f avx512_vnni avx512_bf16 amx_int8 amx_tile
+"""
+EPYC = """processor\t: 0
+model name\t: AMD EPYC 7B12
+flags\t\t: fpu sse4_2 avx avx2 fma
+"""
+
+
+def test_cpu_features_reads_the_model_and_the_flags_that_change_speed(monkeypatch) -> None:
+    """What every benchmark JSON records about its CPU, from cpuinfo texts written by hand;
+    native bf16 is the hardware's, whatever SEQREP_CPU_BF16 (set to 0 by conftest) says."""
+    from seqrep.model import device
+
+    xeon = device.cpu_features(XEON)
+    assert {k: xeon[k] for k in ("model", "flags", "native_bf16")} == {
+        "model": "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz",
+        "flags": ["avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_int8"],
+        "native_bf16": True}
+    epyc = device.cpu_features(EPYC)
+    assert (epyc["model"], epyc["flags"], epyc["native_bf16"]) == ("AMD EPYC 7B12", ["avx2"],
+                                                                   False)
+    assert device.cpu_features("")["flags"] == [] and device.cpu_features("")["model"] is None
+    assert xeon["cpus"] >= 1
+    monkeypatch.delenv("SEQREP_CPU_BF16")
+    for text, native in ((XEON, True), (EPYC, False)):
+        monkeypatch.setattr(device, "_cpuinfo", lambda text=text: text)
+        device.cpu_has_bf16.cache_clear()
+        try:
+            assert device.cpu_has_bf16() is native
+        finally:
+            device.cpu_has_bf16.cache_clear()

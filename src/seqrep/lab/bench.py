@@ -40,6 +40,7 @@ from seqrep.lab.bench_rows import (  # noqa: F401 - the rows' jobs, importable f
     matmul_gflops,
 )
 from seqrep.lab.tables import bench_markdown  # noqa: F401 - its home before
+from seqrep.model.device import cpu_features
 
 
 def _f(default: Any, help: str) -> Any:
@@ -179,7 +180,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
         row["share_of_ceiling"] = round(
             row["gflops_per_second"] / ceilings[_ceiling_precision(row["precision"])]["gflops"],
             3)
-    return {"kind": "bench", "config": asdict(cfg), "device": device,
+    return {"kind": "bench", "config": asdict(cfg), "device": device, "cpu": cpu_features(),
             "matmul_gflops": ceilings["fp32"]["gflops"],
             "matmul_shapes": ceilings["fp32"]["shapes"],
             "ceilings": {p: c["gflops"] for p, c in ceilings.items()}, "rows": rows,

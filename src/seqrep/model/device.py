@@ -24,6 +24,7 @@ import functools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -33,6 +34,37 @@ from seqrep.runtimes import PRECISIONS, RUNTIMES
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
+# the CPU features that change how fast a benchmark runs: AVX2 or AVX-512, native bf16
+# (AVX512-BF16, AMX) and int8 dot products (VNNI, AMX)
+SPEED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16",
+               "amx_int8")
+BF16_FLAGS = {"avx512_bf16", "amx_bf16"}
+
+
+def _cpuinfo() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def cpu_features(cpuinfo: str | None = None) -> dict[str, Any]:
+    """What a benchmark records about the CPU it ran on (``/proc/cpuinfo``, or ``cpuinfo``'s
+    text): its model name, which of SPEED_FLAGS it has, whether bf16 is native (the hardware,
+    whatever ``SEQREP_CPU_BF16`` says) and the logical CPUs the process may use."""
+    lines = (_cpuinfo() if cpuinfo is None else cpuinfo).splitlines()
+
+    def field(name: str) -> str | None:
+        line = next((x for x in lines if x.split(":", 1)[0].strip() == name), None)
+        return line.split(":", 1)[1].strip() if line is not None and ":" in line else None
+
+    flags = set((field("flags") or "").split())
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"model": field("model name"), "flags": [f for f in SPEED_FLAGS if f in flags],
+            "native_bf16": bool(flags & BF16_FLAGS), "cpus": cpus}
+
+
 @functools.cache
 def cpu_has_bf16() -> bool:
     """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX), read from /proc/cpuinfo;
@@ -40,12 +72,7 @@ def cpu_has_bf16() -> bool:
     forced = os.environ.get("SEQREP_CPU_BF16", "").strip()
     if forced in ("0", "1"):
         return forced == "1"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            flags = set(next((line for line in f if line.startswith("flags")), "").split())
-    except OSError:
-        return False
-    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    return cpu_features()["native_bf16"]
 
 
 def resolve_device(name: str = "auto") -> torch.device:
