@@ -41,7 +41,7 @@ def test_the_experiment_script_runs_resumes_and_summarises(tiny, tmp_path: Path)
            "STUDENTS": f"enc {tiny('bert')} 0 - none 1e-3 1",
            "BENCH_MODEL": tiny("qwen2"), "BENCH_REPETITIONS": "0", "BENCH_LAYERS": "3",
            "BENCH_ENCODERS": tiny("bert"), "BENCH_DATASET": str(data["test"]),
-           "BENCH_SPLIT": "train", "BENCH_SENTENCES": "4"}
+           "BENCH_SPLIT": "train", "BENCH_SENTENCES": "4", "BENCH_CONTEXT": "sentence"}
     done = run_script(env)
     assert done.returncode == 0, done.stderr[-3000:]
     for name in ("teacher", "enc-distilled", "enc-plain"):
@@ -101,7 +101,7 @@ BENCH = {"rows": [
      "sentences_per_second": 18.5},
     {"model": "gemma3-270m", "mode": "cut", "repetitions": 1, "exit_layer": 6,
      "sentences_per_second": 37.0},
-    {"model": "gemma3-270m", "mode": "cut", "repetitions": 0, "exit_layer": 18,
+    {"model": "gemma3-270m", "mode": "cut", "repetitions": 0, "exit_layer": 6,
      "sentences_per_second": 111.0},
     {"model": "minilm-l6", "mode": "encoder", "repetitions": 0, "exit_layer": None,
      "sentences_per_second": 170.9},
@@ -231,7 +231,7 @@ def test_the_script_skips_resumes_shares_one_label_cache_and_summarises(stubbed)
     bench = rest[3]
     for option, value in (("--repetitions", "0,1"), ("--exit-layer", "6,11,18"),
                           ("--encoder", "minilm-l6,mpnet-base"), ("--dataset", "conll2003"),
-                          ("--split", "test")):
+                          ("--split", "test"), ("--context", "sentence,document")):
         assert bench[bench.index(option) + 1] == value
     assert "--no-baseline" in bench
     # the report of every finished folder, with the bench
