@@ -135,8 +135,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     docs = [s.doc_id for s in sents]
     # (model, r, layer, mode, precision, context): document context on PyTorch rows only
     jobs = [(cfg.model, r, layer, "cut", p, c) for p in cfg.precisions for r in cfg.repetitions
-            for layer in cfg.exit_layers for c in cfg.context
-            if not context_of(c).documents or _onnx(p) is None]
+            for layer in cfg.exit_layers for c in cfg.context if _timed(p, c)]
     if cfg.baseline:
         jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32", SENTENCE.name)
                  for r in cfg.repetitions for layer in cfg.exit_layers if layer is not None]
@@ -144,7 +143,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     jobs += [(name.strip(), 0, None, "encoder", p, c)
              for name in (cfg.encoder or "").split(",") if name.strip()
              for p in ("fp32", *filter(_onnx, cfg.precisions)) for c in cfg.context
-             if not context_of(c).documents or _onnx(p) is None]
+             if _timed(p, c)]
     ceilings = {}
     for precision in dict.fromkeys(("fp32", *map(_ceiling_precision, cfg.precisions))):
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
@@ -186,6 +185,11 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
             "ceilings": {p: c["gflops"] for p, c in ceilings.items()}, "rows": rows,
             "speedups": speedups(rows), "precision_speedups": precision_speedups(rows),
             "context_ratios": context_ratios(rows)}
+
+
+def _timed(precision: str, context: str) -> bool:
+    """Whether bench times ``precision`` at ``context``: document context on PyTorch only."""
+    return not context_of(context).documents or _onnx(precision) is None
 
 
 def context_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
