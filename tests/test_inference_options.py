@@ -194,3 +194,13 @@ def test_a_bad_runtime_lists_the_runtimes_on_both_routes(capsys) -> None:
     with pytest.raises(ConfigError) as caught:
         runtime("tpu")
     assert str(caught.value) == says
+
+
+def test_a_bad_runtime_names_the_flag_it_was_read_from() -> None:
+    from seqrep.config import InferenceConfig
+    from seqrep.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        InferenceConfig.check("runtime", "tpu", "--serve-runtime")
+    assert str(caught.value) == \
+        "--serve-runtime 'tpu'; expected one of auto, torch, onnx, onnx-int8"

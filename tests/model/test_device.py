@@ -172,6 +172,10 @@ processor\t: 1
 model name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz
 flags\t\t: fpu vme sse4_2 avx2 avx512f avx512_vnni avx512_bf16 amx_int8 amx_tile
 """
+SKYLAKE = """processor\t: 0
+model name\t: Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz
+flags\t\t: fpu sse4_2 avx2 avx512f avx512bw
+"""
 EPYC = """processor\t: 0
 model name\t: AMD EPYC 7B12
 flags\t\t: fpu sse4_2 avx avx2 fma
@@ -191,6 +195,8 @@ def test_cpu_features_reads_the_model_and_the_flags_that_change_speed(monkeypatc
     epyc = device.cpu_features(EPYC)
     assert (epyc["model"], epyc["flags"], epyc["native_bf16"]) == ("AMD EPYC 7B12", ["avx2"],
                                                                    False)
+    skylake = device.cpu_features(SKYLAKE)  # AVX-512 without its bf16 extension
+    assert (skylake["flags"], skylake["native_bf16"]) == (["avx2", "avx512f"], False)
     assert device.cpu_features("")["flags"] == [] and device.cpu_features("")["model"] is None
     assert xeon["cpus"] >= 1
     monkeypatch.delenv("SEQREP_CPU_BF16")
