@@ -10,7 +10,14 @@ from types import SimpleNamespace
 import pytest
 
 from seqrep.config import LabelerConfig, TrainConfig
-from seqrep.contexts import CONTEXTS, DOCUMENT, SENTENCE, context_of, labeler_context
+from seqrep.contexts import (
+    CONTEXTS,
+    DOCUMENT,
+    FOCUS,
+    SENTENCE,
+    context_of,
+    labeler_context,
+)
 from seqrep.data.splits import pick
 from seqrep.data.types import Sentence
 from seqrep.errors import ConfigError
@@ -21,12 +28,15 @@ def _sents(*docs: str | None) -> list[Sentence]:
 
 
 def test_the_table_names_sentence_then_document() -> None:
-    assert list(CONTEXTS) == ["sentence", "document"]
+    assert list(CONTEXTS) == ["sentence", "document", "document-focus"]
     assert context_of("sentence") is SENTENCE and context_of("document") is DOCUMENT
+    assert context_of("document-focus") is FOCUS
     assert context_of(DOCUMENT) is DOCUMENT
     assert context_of(None) is SENTENCE  # records stored before the setting existed
-    assert not SENTENCE.documents and DOCUMENT.documents
-    with pytest.raises(ConfigError, match=r"context='page'; expected one of sentence, document"):
+    assert not SENTENCE.documents and DOCUMENT.documents and FOCUS.documents
+    assert (SENTENCE.focus, DOCUMENT.focus, FOCUS.focus) == (False, False, True)
+    with pytest.raises(ConfigError, match=r"context='page'; expected one of sentence, "
+                                          r"document, document-focus"):
         context_of("page")
 
 
@@ -73,7 +83,8 @@ def test_report_cells_and_run_names() -> None:
     assert SENTENCE.cell(256, " | ") == "sentence"
     assert DOCUMENT.cell(256, "\n") == "document 256"
     assert DOCUMENT.cell(128, " | ") == "document 128, separator ' | '"
-    assert (SENTENCE.run_suffix, DOCUMENT.run_suffix) == ("", "-doc")
+    assert FOCUS.cell(256, "\n") == "document-focus 256"
+    assert (SENTENCE.run_suffix, DOCUMENT.run_suffix, FOCUS.run_suffix) == ("", "-doc", "-docf")
 
 
 def test_the_configs_validate_against_the_table_and_help_lists_it() -> None:
@@ -84,7 +95,8 @@ def test_the_configs_validate_against_the_table_and_help_lists_it() -> None:
     help_text = next(f.metadata["help"] for f in dataclasses.fields(LabelerConfig)
                      if f.name == "context")
     assert help_text == (
-        "what a model row holds: sentence (each sentence alone) or document (consecutive "
+        "what a model row holds: sentence (each sentence alone), document (consecutive "
         "sentences of one document, in windows of --context-tokens; each word is read from "
         "the window where it has the most context; sentences without a document id stay "
-        "alone)")
+        "alone) or document-focus (as document, but the last copy holds only the words a "
+        "window reads, so rows are shorter where a document spans several windows)")

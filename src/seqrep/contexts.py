@@ -3,7 +3,8 @@
 - ``sentence``: each sentence alone (the default; every run stored before the setting
   existed read this);
 - ``document``: a stretch of consecutive sentences of one document, in windows of
-  ``context_tokens`` subtokens (:mod:`seqrep.encode.document`).
+  ``context_tokens`` subtokens (:mod:`seqrep.encode.document`), the window in every copy;
+- ``document-focus``: the same windows, the last copy holding only the words a row reads.
 
 The labeler config validates its ``context`` against :data:`CONTEXTS`; encoding, evaluation,
 prediction, streaming, serving, export checks, the exit-layer probe, the benchmark and the
@@ -35,12 +36,16 @@ class Context:
             sentences' document ids, keep a document's sentences together (in chunks,
             shards, subsets, resumed files) and say when a corpus has none.
         run_suffix: what a lab run's name adds (sentence runs keep the names they had).
+        focus: with documents, a row's last copy holds only the words it reads (the earlier
+            copies hold the whole window), so rows are shorter where a document spans
+            several windows; at r = 0 (one copy) the layout is the window itself.
     """
 
     name: str
     help: str
     documents: bool = False
     run_suffix: str = ""
+    focus: bool = False
 
     def docs(self, ids: Sequence[T] | None) -> Sequence[T] | None:
         """The document ids encoding reads: ``ids`` when rows hold documents, else None
@@ -86,7 +91,11 @@ DOCUMENT = Context("document", "consecutive sentences of one document, in window
                                "--context-tokens; each word is read from the window where it "
                                "has the most context; sentences without a document id stay "
                                "alone", documents=True, run_suffix="-doc")
-CONTEXTS: dict[str, Context] = {c.name: c for c in (SENTENCE, DOCUMENT)}
+FOCUS = Context("document-focus", "as document, but the last copy holds only the words a "
+                                  "window reads, so rows are shorter where a document spans "
+                                  "several windows", documents=True, run_suffix="-docf",
+                focus=True)
+CONTEXTS: dict[str, Context] = {c.name: c for c in (SENTENCE, DOCUMENT, FOCUS)}
 
 
 def contexts_help() -> str:

@@ -42,6 +42,45 @@ def test_a_document_longer_than_the_window_is_read_once_from_the_best_window() -
     assert seg.reads == ((5,), (6,))  # words 3 and 4 in the last copy
 
 
+def test_the_focus_layout_puts_only_the_words_a_window_reads_in_its_last_copy() -> None:
+    # the same 7 words, windows and owners as above; the first copy holds the window, the
+    # last only the words the row reads (their positions counted by hand)
+    rows = encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=1), limit=4, focus=True)
+    assert [places for _, places in rows] == [((0, 0), (0, 1), (1, 0)), ((1, 1), (1, 2)),
+                                              ((2, 0), (2, 1))]
+    assert [seg.input_ids for seg, _ in rows] == [(10, 11, 12, 13, 10, 11, 12),
+                                                  (12, 13, 14, 15, 13, 14),
+                                                  (14, 15, 16, 15, 16)]
+    assert [seg.reads for seg, _ in rows] == [((4,), (5,), (6,)), ((4,), (5,)), ((3,), (4,))]
+    # r = 2 with a separator between copies and every copy read: the window twice, then the
+    # two words; word 3 sits at 1, 6 and 11, word 4 at 2, 7 and 12
+    spec = RepeatSpec(repetitions=2, separator=(9,), read="mean")
+    seg = encode_document(_doc([2, 3, 2]), spec, limit=4, focus=True)[1][0]
+    assert seg.input_ids == (12, 13, 14, 15, 9, 12, 13, 14, 15, 9, 13, 14)
+    assert seg.reads == ((1, 6, 10), (2, 7, 11))
+    # at r = 0 there is no earlier copy: the window itself, as in the repeated layout
+    plain = encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=0), limit=4)
+    assert encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=0), limit=4,
+                           focus=True) == plain
+    # a document that fits one window reads every word there: both layouts agree
+    whole = encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=1), limit=100, focus=True)
+    assert whole == encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=1), limit=100)
+
+
+def test_the_focus_layout_keeps_sentence_separators_in_its_last_copy() -> None:
+    # words 10 11 | 12 13 14 | 15 16 with separator 99 glued before 12 and 15 (lengths
+    # 1 1 2 1 1 2 1); limit 5, overlap 2: windows over words 0-3 (10 11 99+12 13) and 3-6
+    # (13 14 99+15 16: the next start steps back over 13 only). Word 3 has margin 0 in both
+    # and stays with the first; words 4-6 are read from the second, whose last copy keeps
+    # the separator before 15 and reads 15 after it
+    rows = encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=1), limit=5,
+                           separator=(99,), focus=True)
+    seg, places = rows[-1]
+    assert places == ((1, 2), (2, 0), (2, 1))
+    assert seg.input_ids == (13, 14, 99, 15, 16, 14, 99, 15, 16)
+    assert seg.reads == ((5,), (7,), (8,))
+
+
 def test_the_separator_marks_sentence_starts_and_is_never_read() -> None:
     spec = RepeatSpec(repetitions=0)
     ((seg, places),) = encode_document(_doc([2, 3, 2]), spec, limit=100, separator=(99,))
@@ -64,6 +103,21 @@ def test_every_word_of_a_40_sentence_document_is_read_exactly_once() -> None:
         for seg, places in rows:  # k = 2 copies of a window within the budget (+1 separator
             assert len(seg) <= 2 * (limit + 3)  # or one word that is longer)
             assert len(seg.reads) == len(places)
+
+
+def test_focus_rows_read_the_same_words_in_fewer_tokens() -> None:
+    sizes = [3 + (i * 7) % 11 for i in range(40)]
+    doc = [[[5] * (1 + (s + w) % 3) for w in range(n)] for s, n in enumerate(sizes)]
+    spec = RepeatSpec(repetitions=1)
+    repeated = encode_document(doc, spec, 50, separator=(1,))
+    focus = encode_document(doc, spec, 50, separator=(1,), focus=True)
+    assert [p for _, p in focus] == [p for _, p in repeated]
+    for (a, _), (b, places) in zip(repeated, focus):
+        # the first copy is the window in both; the last holds the read words only, each
+        # with the separator glued before a sentence's first word (not the document's)
+        half = len(a) // 2
+        assert b.input_ids[:half] == a.input_ids[:half] and len(b) < len(a)
+        assert len(b) - half == sum(len(doc[s][w]) + (w == 0 and s > 0) for s, w in places)
 
 
 def test_a_one_sentence_document_is_encoded_as_the_sentence() -> None:

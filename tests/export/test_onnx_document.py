@@ -111,3 +111,28 @@ def test_serve_runtime_onnx_labels_each_text_as_one_document(folders) -> None:
     assert answer.status_code == 200, answer.text
     got = [[s["tags"] for s in r["sentences"]] for r in answer.json()["results"]]
     assert got == want
+
+
+def test_the_focus_layout_survives_export(tiny, tmp_path: Path) -> None:
+    """document-focus rows (the last copy holds only the read words) come out of the export
+    as they go in: the export records the context and its logits are the PyTorch labeler's."""
+    torch.manual_seed(0)
+    lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=1,
+                                     exit_layer=2, finetune="frozen",
+                                     context="document-focus", context_tokens=24).eval()
+    export_onnx(lab.save_pretrained(tmp_path / "lab"), tmp_path / "onnx")
+    meta = json.loads((tmp_path / "onnx" / "seqrep-onnx.json").read_text())
+    assert meta["labeler"]["context"] == "document-focus"
+    assert meta["check"]["documents"]["max_abs_logit_diff"] < TOL
+    sents = _sentences(TEXT) * 3
+    docs = ["d"] * len(sents)
+    repeated = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=1,
+                                          exit_layer=2, finetune="frozen",
+                                          context="document", context_tokens=24)
+    # the same windows, each read from its middle: focus rows are shorter
+    focus_rows = [len(it.segment) for it in lab.encoder.items(sents, docs=docs)]
+    repeated_rows = [len(it.segment) for it in repeated.encoder.items(sents, docs=docs)]
+    assert len(focus_rows) == len(repeated_rows) > 2 and sum(focus_rows) < sum(repeated_rows)
+    onnx_lab = OnnxLabeler.from_pretrained(tmp_path / "onnx")
+    for x, y in zip(lab.word_logits(sents, docs=docs), onnx_lab.word_logits(sents, 4, docs=docs)):
+        torch.testing.assert_close(y, x, rtol=0, atol=TOL)

@@ -46,6 +46,23 @@ def test_context_ratios_and_the_other_speedups_on_hand_made_rows() -> None:
     assert "| m | cut | fp32 | 1 | 3 | 0.40 | 1.55 |" in md
 
 
+def test_both_document_layouts_get_their_own_ratio_and_a_context_column() -> None:
+    rows = [_row("cut", "sentence", 2.0, 1000), _row("cut", "document", 5.0, 2000),
+            _row("cut", "document-focus", 4.0, 1600)]
+    ratios = context_ratios(rows)
+    # 20 against 50 and 25 against 50 sentences/s; 2000 and 1600 against 1000 tokens
+    assert [(x["context"], x["speed_ratio"], x["token_ratio"]) for x in ratios] == \
+        [("document", 0.4, 2.0), ("document-focus", 0.5, 1.6)]
+    md = bench_markdown({"rows": [], "context_ratios": ratios})
+    assert "| model | mode | precision | r | exit layer | context | context / sentence " \
+           "sent/s | context / sentence tokens |" in md
+    assert "| m | cut | fp32 | 1 | 3 | document-focus | 0.50 | 1.60 |" in md
+    # a record from before the focus layout names no context: one column fewer, as before
+    old = [{k: v for k, v in ratios[0].items() if k != "context"}]
+    assert "| m | cut | fp32 | 1 | 3 | 0.40 | 2.00 |" in \
+        bench_markdown({"rows": [], "context_ratios": old})
+
+
 def test_a_document_row_reads_the_documents(tiny) -> None:
     from seqrep.model.labeler import SequenceLabeler
 
@@ -55,6 +72,10 @@ def test_a_document_row_reads_the_documents(tiny) -> None:
     sent = _measure(model, 0, 3, words, 4, None, 2, "cut", None)
     doc = _measure(model, 0, 3, words, 4, None, 2, "cut", None, docs=docs)
     assert (sent["context"], doc["context"]) == ("sentence", "document")
+    focus = _measure(model, 0, 3, words, 4, None, 2, "cut", None, docs=docs,
+                     context="document-focus")
+    assert focus["context"] == "document-focus"
+    assert focus["tokens"] == doc["tokens"]  # r = 0: the window itself in both layouts
     # at r = 0 with no special tokens, a document row is its sentences' subtokens with the
     # separator before each sentence but the document's first: 9 - 2 = 7 separators more
     lab = SequenceLabeler.from_model(model, labels=["O"], context="document")
@@ -83,7 +104,7 @@ def test_the_context_help_lists_the_contexts_table(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "bench_copy", module)
     spec.loader.exec_module(module)  # its fields' help is built when the class is defined
     help_text = module.BenchConfig.__dataclass_fields__["context"].metadata["help"]
-    assert "sentence, document, page" in help_text
+    assert "sentence, document, document-focus, page" in help_text
 
 
 class _InProcess(StandInPool):

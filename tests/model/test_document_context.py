@@ -15,11 +15,13 @@ LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 BUDGET = 24  # subtokens per window: the tiny BPE gives most words 1-4 subtokens
 
 
-@pytest.fixture(scope="module")
-def doc_labeler(tiny) -> SequenceLabeler:
+@pytest.fixture(scope="module", params=["document", "document-focus"])
+def doc_labeler(tiny, request) -> SequenceLabeler:
+    """Both layouts of document rows: the window in every copy, or only the read words in
+    the last."""
     torch.manual_seed(0)
     return SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=1,
-                                      context="document", context_tokens=BUDGET).eval()
+                                      context=request.param, context_tokens=BUDGET).eval()
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +95,8 @@ def test_document_context_is_saved_and_used_after_reload(doc_labeler, tmp_path: 
     before = doc_labeler.word_logits(doc, docs=["d"] * 8)
     doc_labeler.save_pretrained(tmp_path / "lab")
     again = SequenceLabeler.from_pretrained(tmp_path / "lab")
-    assert again.config.context == "document" and again.config.context_tokens == BUDGET
+    assert again.config.context == doc_labeler.config.context
+    assert again.config.context.startswith("document") and again.config.context_tokens == BUDGET
     assert again.config.context_separator == "\n"
     after = again.word_logits(doc, docs=["d"] * 8)
     for x, y in zip(before, after):

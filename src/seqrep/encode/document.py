@@ -7,14 +7,22 @@ laid out exactly as one long sentence is (:func:`~seqrep.encode.repeat.build_seg
 
     [prefix] window_1 [sep] window_2 [sep] ... window_k [suffix]     (k = r + 1 copies)
 
-and words are read from the last copy (or every copy with ``read="mean"``). Why this layout
-and not "the window once, then the sentences to label after it": it is the layout the
-labeler already has, so r, the read and subtoken options, the exit layer, unmasking and
+and words are read from the last copy (or every copy with ``read="mean"``). It is the layout
+the labeler already has, so r, the read and subtoken options, the exit layer, unmasking and
 ``--exit-layer auto`` compose with it unchanged (a row is just a longer "sentence"); at r >= 1
 every read word of the last copy has seen the whole window before it, both sides of it,
 which is what document context is for; and at r = 0 a causal model gets left context, the
-honest baseline. The other layout would read every word once too but needs a second kind of
-row. Which is more accurate is a measurement for a later piece of issue 24.
+honest baseline.
+
+The focus layout (``context="document-focus"``, ``focus=True`` here) is the other answer:
+the window in the first r copies, and in the last only the words the row reads::
+
+    [prefix] window_1 [sep] ... window_r [sep] read_words [suffix]
+
+The read words still see the whole window (both sides) in the copies before them, in fewer
+tokens: a window that reads half its words costs about 1.5 instead of 2 windows at r = 1.
+Where a window reads all its words (a document that fits one window) and at r = 0 the two
+layouts are the same row. docs/results.md says which is more accurate, measured.
 
 Ownership. A document longer than ``limit`` is cut into windows overlapping by half the
 budget (:func:`~seqrep.encode.repeat.windows`, the rule long sentences follow): every word is
@@ -73,7 +81,7 @@ def chunk_spans(n: int, size: int, docs: Sequence[Hashable | None] | None = None
 
 def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpec, limit: int,
                     separator: Sequence[int] = (),
-                    leads: Sequence[Sequence[int]] | None = None
+                    leads: Sequence[Sequence[int]] | None = None, focus: bool = False
                     ) -> list[tuple[Segment, tuple[tuple[int, int], ...]]]:
     """The rows of one document (see the module docstring).
 
@@ -84,6 +92,7 @@ def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpe
         limit: subtokens per copy of a window.
         separator: ids put before the first word of each sentence after the first.
         leads: per sentence, per word, leading space-only tokens not to read.
+        focus: the focus layout: the last copy holds only the words the row reads.
 
     Returns:
         ``(segment, places)`` per row: ``places`` gives, for each word the row reads (in
@@ -115,7 +124,7 @@ def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpe
     rows = []
     for s, e, owned in spans:
         if owned:
-            seg = build_segment(flat[s:e], spec, range(s, e), owned, flat_leads[s:e])
+            seg = build_segment(flat[s:e], spec, range(s, e), owned, flat_leads[s:e], focus)
             rows.append((seg, tuple(places[i] for i in seg.words)))
     return rows
 

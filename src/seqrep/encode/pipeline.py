@@ -210,7 +210,8 @@ class Encoder:
                 leads = [self.words.leads(sentences[i]) for i in group]
             gold = None if tags is None else [label_ids(tags[i], self.label2id) for i in group]
             for seg, places in encode_document(ids, self.spec, self.context_tokens,
-                                               self.context_separator, leads):
+                                               self.context_separator, leads,
+                                               self.context.focus):
                 where = tuple((group[s], w) for s, w in places)
                 labels = None if gold is None else tuple(gold[s][w] for s, w in places)
                 out.append(Item(where[0][0], seg, labels, where))

@@ -73,7 +73,7 @@ class RepeatSpec:
 def build_segment(word_ids: Sequence[Sequence[int]], spec: RepeatSpec,
                   words: Sequence[int] | None = None,
                   owned: Sequence[int] | None = None,
-                  leads: Sequence[int] | None = None) -> Segment:
+                  leads: Sequence[int] | None = None, focus: bool = False) -> Segment:
     """Lay out one window of words ``k`` times and note the read positions.
 
     Args:
@@ -82,6 +82,8 @@ def build_segment(word_ids: Sequence[Sequence[int]], spec: RepeatSpec,
         leads: per word, leading space-only tokens not to read (default none).
         words: sentence indices of the window's words (default ``0..n-1``).
         owned: the subset of ``words`` this segment reports states for (default all).
+        focus: the last copy (at r >= 1) holds only the owned words, in their order; the
+            earlier copies hold the whole window (document context's focus layout).
 
     Returns:
         The segment.
@@ -89,13 +91,16 @@ def build_segment(word_ids: Sequence[Sequence[int]], spec: RepeatSpec,
     words = list(range(len(word_ids))) if words is None else list(words)
     owned_set = set(words if owned is None else owned)
     ids: list[int] = list(spec.prefix)
-    starts: list[list[int]] = []  # per copy: start position of each word
+    starts: list[dict[int, int]] = []  # per copy: start position of each word laid out
     for c in range(spec.copies):
         if c and spec.separator:
             ids.extend(spec.separator)
-        copy_starts = []
-        for w in word_ids:
-            copy_starts.append(len(ids))
+        last = focus and 0 < c == spec.copies - 1
+        copy_starts: dict[int, int] = {}
+        for j, w in enumerate(word_ids):
+            if last and words[j] not in owned_set:
+                continue
+            copy_starts[j] = len(ids)
             ids.extend(w)
         starts.append(copy_starts)
     ids.extend(spec.suffix)

@@ -169,7 +169,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
             row = pool.submit(_measure, model, r, layer, words, cfg.batch_size, cfg.max_tokens,
                               cfg.latency_sentences, mode, cfg.threads, cfg.repeats,
                               precision, exported,
-                              context_of(context).docs(docs), device).result()
+                              context_of(context).docs(docs), device, context).result()
         rows.append(row)
         echo(f"{mode:>18} {precision} {context} {model} r={r} L={layer}: "
              f"{row['sentences_per_second']} "
@@ -193,8 +193,9 @@ def _timed(precision: str, context: str) -> bool:
 
 
 def context_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per model, mode, precision, r and exit layer measured at both contexts: document
-    context's sentences/s and tokens per sentence against sentence context's."""
+    """Per model, mode, precision, r and exit layer measured at sentence context and one
+    with documents: that context's sentences/s and tokens per sentence against sentence
+    context's."""
     def key(r: dict[str, Any]) -> tuple:
         return (r["model"], r["mode"], r.get("precision") or "fp32", r["repetitions"],
                 r["exit_layer"])
@@ -205,7 +206,7 @@ def context_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         base = sentence.get(key(r))
         if not context_of(r.get("context")).documents or base is None:
             continue
-        out.append({"model": r["model"], "mode": r["mode"],
+        out.append({"model": r["model"], "mode": r["mode"], "context": r["context"],
                     "precision": r.get("precision") or "fp32", "repetitions": r["repetitions"],
                     "exit_layer": r["exit_layer"],
                     "speed_ratio": round(r["sentences_per_second"]

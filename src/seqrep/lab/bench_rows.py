@@ -72,10 +72,11 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
              batch_size: int, max_tokens: int | None, latency_sentences: int, mode: str,
              threads: int | None, repeats: int = 1, precision: str = "fp32",
              exported: str | None = None, docs: list[Any] | None = None,
-             device: str = "cpu") -> dict[str, Any]:
+             device: str = "cpu", context: str | None = None) -> dict[str, Any]:
     """One configuration, in a child process. ``mode``: cut, full_hidden_states or encoder.
     ONNX rows run the export in ``exported`` (made by :func:`_export`). ``docs`` (each
-    sentence's document id) runs the labeler with document context; the latency is still
+    sentence's document id) runs the labeler with ``context`` (default: ``document``
+    with ``docs``, else ``sentence``); the latency is still
     that of each sentence labeled alone. On CUDA the row adds the device's peak memory
     (outputs come back on the CPU, so each timed pass ends when the device is done)."""
     import resource
@@ -85,7 +86,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     if threads:
         torch.set_num_threads(threads)
     cut = exit_layer if mode == "cut" else None
-    context = (SENTENCE if docs is None else DOCUMENT).name
+    context = context or (SENTENCE if docs is None else DOCUMENT).name
     lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
                                      exit_layer=cut, finetune=FROZEN, context=context).eval()
     lab.place(device, _ceiling_precision(precision))

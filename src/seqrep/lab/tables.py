@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from seqrep.contexts import context_of
+from seqrep.contexts import DOCUMENT, context_of
 from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_cell
 from seqrep.lab.stats import PROBE
 
@@ -142,11 +142,18 @@ def bench_markdown(data: dict[str, Any]) -> str:
     for x in data.get("precision_speedups", []):
         out.append(f"| {x['precision']} | {x['repetitions']} | {x['exit_layer']} | "
                    f"{x['speedup_vs_fp32']:.2f} | {100 * x['checksum_rel_diff']:.3g}% |")
-    if data.get("context_ratios"):
-        out += ["", "| model | mode | precision | r | exit layer | document / sentence sent/s "
-                "| document / sentence tokens |", "|---|---|---|---|---|---|---|"]
-    for x in data.get("context_ratios", []):
+    ratios = data.get("context_ratios", [])
+    # a column for the context once a bench measured more than one with documents (records
+    # from before the focus layout name none: they are document)
+    named = any(x.get("context", DOCUMENT.name) != DOCUMENT.name for x in ratios)
+    if ratios:
+        out += ["", "| model | mode | precision | r | exit layer |" + " context |" * named
+                + f" {'context' if named else 'document'} / sentence sent/s "
+                f"| {'context' if named else 'document'} / sentence tokens |",
+                "|---|---|---|---|---|---|---|" + "---|" * named]
+    for x in ratios:
         out.append(f"| {x['model']} | {x['mode']} | {x['precision']} | {x['repetitions']} | "
-                   f"{x['exit_layer'] or 'all'} | {x['speed_ratio']:.2f} | "
-                   f"{x['token_ratio']:.2f} |")
+                   f"{x['exit_layer'] or 'all'} |"
+                   + f" {x.get('context', DOCUMENT.name)} |" * named
+                   + f" {x['speed_ratio']:.2f} | {x['token_ratio']:.2f} |")
     return "\n".join(out) + "\n"
