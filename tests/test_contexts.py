@@ -92,6 +92,11 @@ def test_the_configs_validate_against_the_table_and_help_lists_it() -> None:
         LabelerConfig(context="page")
     with pytest.raises(ConfigError, match=r"subset_unit='page'; expected one of sentence, doc"):
         TrainConfig(subset_unit="page")
+    # a subset takes sentences or documents: a layout of document rows is no unit
+    with pytest.raises(ConfigError, match=r"subset_unit='document-focus'; expected one of "
+                                          r"sentence, document$"):
+        TrainConfig(subset_unit="document-focus")
+    assert FOCUS.subset_unit("sentence") == "document"
     help_text = next(f.metadata["help"] for f in dataclasses.fields(LabelerConfig)
                      if f.name == "context")
     assert help_text == (

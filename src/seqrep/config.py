@@ -15,7 +15,7 @@ from typing import Any
 
 from seqrep.configbase import ConfigBase, check_choice, check_types
 from seqrep.configbase import option as _f  # every field line uses it
-from seqrep.contexts import CONTEXTS
+from seqrep.contexts import DOCUMENT, SENTENCE
 from seqrep.encode import BATCH_TOKENS
 from seqrep.errors import ConfigError
 from seqrep.model.labeler_config import LabelerConfig, parse_unmask
@@ -106,7 +106,7 @@ class TrainConfig(ConfigBase):
         if not 0 <= self.warmup < 1:
             raise ConfigError(f"warmup={self.warmup}; expected a share in [0, 1)")
         check_decoding(self.decoding, auto=True)
-        check_choice("subset_unit", self.subset_unit, tuple(CONTEXTS))
+        check_choice("subset_unit", self.subset_unit, (SENTENCE.name, DOCUMENT.name))
 
     def resolved(self, finetune: str) -> TrainConfig:
         """This config with the learning rates a fine-tuning mode implies where they are unset
