@@ -1,10 +1,17 @@
 """What document context costs in model input, before any model runs (issue 24): rows, real
-tokens and the sum of squared row lengths (the attention term) of the CoNLL-2003 test split
-at sentence level and with document windows of 128, 256 and 512 subtokens, r=1, in
-SmolLM2's tokenizer.
+tokens and the sum of squared row lengths (the attention term) of the CoNLL-2003 test split at
+sentence level and with document windows of 128, 256 and 512 subtokens, in both document
+layouts (the window in every copy, or only the read words in the last: document-focus), at
+r = 1, in a packaged model's tokenizer (Gemma-3-270m by default). Prints a table and, with
+--output, writes it as JSON.
 
-    python scripts/document_rows.py
+    python scripts/document_rows.py [--model gemma3-270m] [--output results/document-rows.json]
 """
+from __future__ import annotations
+
+import argparse
+import json
+
 from transformers import AutoTokenizer
 
 from seqrep.config import LabelerConfig
@@ -12,17 +19,43 @@ from seqrep.data import load_corpus
 from seqrep.encode.pipeline import Encoder
 from seqrep.model.packaged import resolve_packaged
 
-path = resolve_packaged("smollm2-135m")
-tok = AutoTokenizer.from_pretrained(path)
-sents = [s for s in load_corpus("conll2003", "test").sentences if len(s)]
-docs = [s.doc_id for s in sents]
-words = [s.words for s in sents]
-print(len(sents), "sentences,", len(set(d for d in docs if d)), "documents")
-for ctx, budget in (("sentence", 256), ("document", 128), ("document", 256), ("document", 512)):
-    cfg = LabelerConfig(model="x", repetitions=1, context=ctx, context_tokens=budget)
-    enc = Encoder(tok, cfg, 0)
-    items = enc.items(words, docs=docs)
-    toks = sum(len(it.segment) for it in items)
-    quad = sum(len(it.segment) ** 2 for it in items)
-    print(f"{ctx:8s} budget {budget:3d}: {len(items):5d} rows, {toks:7d} tokens, "
-          f"max row {max(len(it.segment) for it in items)}, sum len^2 {quad:.3g}")
+SETTINGS = [("sentence", 256)] + [(c, b) for b in (128, 256, 512)
+                                  for c in ("document", "document-focus")]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="gemma3-270m")
+    ap.add_argument("-r", "--repetitions", type=int, default=1)
+    ap.add_argument("--output", default=None)
+    args = ap.parse_args()
+    tok = AutoTokenizer.from_pretrained(resolve_packaged(args.model))
+    sents = [s for s in load_corpus("conll2003", "test").sentences if len(s)]
+    docs = [s.doc_id for s in sents]
+    words = [s.words for s in sents]
+    print(len(sents), "sentences,", len({d for d in docs if d}), "documents")
+    rows = []
+    for ctx, budget in SETTINGS:
+        cfg = LabelerConfig(model="x", repetitions=args.repetitions, context=ctx,
+                            context_tokens=budget)
+        items = Encoder(tok, cfg, 0).items(words, docs=docs)
+        lengths = [len(it.segment) for it in items]
+        rows.append({"context": ctx, "context_tokens": budget, "rows": len(lengths),
+                     "tokens": sum(lengths), "max_row": max(lengths),
+                     "sum_len_squared": sum(n * n for n in lengths)})
+    base = rows[0]
+    for row in rows:
+        row["token_ratio"] = round(row["tokens"] / base["tokens"], 3)
+        row["attention_ratio"] = round(row["sum_len_squared"] / base["sum_len_squared"], 3)
+        print(f"{row['context']:14s} budget {row['context_tokens']:3d}: {row['rows']:5d} rows, "
+              f"{row['tokens']:7d} tokens ({row['token_ratio']:.2f}x), max row "
+              f"{row['max_row']}, sum len^2 {row['attention_ratio']:.2f}x")
+    if args.output:
+        with open(args.output, "w") as f:
+            json.dump({"model": args.model, "repetitions": args.repetitions,
+                       "split": "conll2003 test", "sentences": len(sents), "rows": rows},
+                      f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

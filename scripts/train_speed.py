@@ -91,7 +91,8 @@ def main() -> None:
              "sentences_per_second": round(n / best[k], 2), "speedup": round(base / best[k], 3),
              **({"compile_seconds": round(first[k] - best[k], 1)} if c else {})}
             for k in settings for f, p, c, x in [k]]
-    out = {"model": args.model, "dataset": args.dataset, "exit_layer": args.exit_layer, "repetitions": args.repetitions,
+    out = {"model": args.model, "dataset": args.dataset, "exit_layer": args.exit_layer,
+           "repetitions": args.repetitions,
            "batch_size": args.batch_size, "batch_tokens": args.batch_tokens,
            "context_tokens": args.context_tokens, "sentences": n, "rounds": args.rounds,
            "threads": torch.get_num_threads(), "cpu": cpu_features(), "rows": rows}

@@ -12,7 +12,14 @@ import pytest
 from support import WORDS, StandInPool
 
 from seqrep.errors import ConfigError
-from seqrep.lab.bench import BenchConfig, _measure, context_ratios, precision_speedups, speedups
+from seqrep.lab.bench import (
+    BenchConfig,
+    _measure,
+    bench_jobs,
+    context_ratios,
+    precision_speedups,
+    speedups,
+)
 from seqrep.lab.tables import bench_markdown
 
 
@@ -150,3 +157,18 @@ def test_run_bench_measures_both_contexts_in_one_run(tiny, tmp_path: Path, monke
     assert out["cpu"]["flags"] == [f for f in ("avx2", "avx512f", "avx512_bf16", "avx512_vnni",
                                                "avx_vnni", "amx_bf16", "amx_int8") if f in have]
     assert out["cpu"]["native_bf16"] == bool(have & {"avx512_bf16", "amx_bf16"})
+
+
+def test_document_contexts_are_timed_on_pytorch_rows_only() -> None:
+    """An ONNX export reads sentences as its PyTorch labeler does, but bench exports sentence
+    labelers: its ONNX rows run at sentence level only, every other row at each context."""
+    cfg = BenchConfig(model="m", repetitions=(1,), exit_layers=(3,), encoder="e",
+                      precisions=("fp32", "onnx"), baseline=True,
+                      context=("sentence", "document-focus"))
+    assert bench_jobs(cfg) == [
+        ("m", 1, 3, "cut", "fp32", "sentence"), ("m", 1, 3, "cut", "fp32", "document-focus"),
+        ("m", 1, 3, "cut", "onnx", "sentence"),
+        ("m", 1, 3, "full_hidden_states", "fp32", "sentence"),
+        ("e", 0, None, "encoder", "fp32", "sentence"),
+        ("e", 0, None, "encoder", "fp32", "document-focus"),
+        ("e", 0, None, "encoder", "onnx", "sentence")]

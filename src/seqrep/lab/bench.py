@@ -133,17 +133,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     sents = [s for s in load_corpus(cfg.dataset, cfg.split).sentences if len(s)][: cfg.sentences]
     words = [list(s.words) for s in sents]
     docs = [s.doc_id for s in sents]
-    # (model, r, layer, mode, precision, context): document context on PyTorch rows only
-    jobs = [(cfg.model, r, layer, "cut", p, c) for p in cfg.precisions for r in cfg.repetitions
-            for layer in cfg.exit_layers for c in cfg.context if _timed(p, c)]
-    if cfg.baseline:
-        jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32", SENTENCE.name)
-                 for r in cfg.repetitions for layer in cfg.exit_layers if layer is not None]
-    # encoders: PyTorch fp32 at each context, and the run's ONNX runtimes (sentence context)
-    jobs += [(name.strip(), 0, None, "encoder", p, c)
-             for name in (cfg.encoder or "").split(",") if name.strip()
-             for p in ("fp32", *filter(_onnx, cfg.precisions)) for c in cfg.context
-             if _timed(p, c)]
+    jobs = bench_jobs(cfg)
     ceilings = {}
     for precision in dict.fromkeys(("fp32", *map(_ceiling_precision, cfg.precisions))):
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
@@ -185,6 +175,23 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
             "ceilings": {p: c["gflops"] for p, c in ceilings.items()}, "rows": rows,
             "speedups": speedups(rows), "precision_speedups": precision_speedups(rows),
             "context_ratios": context_ratios(rows)}
+
+
+def bench_jobs(cfg: BenchConfig) -> list[tuple[str, int, int | None, str, str, str]]:
+    """The rows a bench run measures, in order: ``(model, r, exit layer, mode, precision,
+    context)``. The cut model at every precision, r, layer and context; the full forward
+    (``--baseline``) in fp32 at sentence level; each encoder in PyTorch fp32 and the run's
+    ONNX runtimes. Document contexts run on PyTorch rows only."""
+    jobs = [(cfg.model, r, layer, "cut", p, c) for p in cfg.precisions for r in cfg.repetitions
+            for layer in cfg.exit_layers for c in cfg.context if _timed(p, c)]
+    if cfg.baseline:
+        jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32", SENTENCE.name)
+                 for r in cfg.repetitions for layer in cfg.exit_layers if layer is not None]
+    jobs += [(name.strip(), 0, None, "encoder", p, c)
+             for name in (cfg.encoder or "").split(",") if name.strip()
+             for p in ("fp32", *filter(_onnx, cfg.precisions)) for c in cfg.context
+             if _timed(p, c)]
+    return jobs
 
 
 def _timed(precision: str, context: str) -> bool:
