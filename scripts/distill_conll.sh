@@ -23,7 +23,7 @@
 # allows the training text and licensed in-domain text only, never validation or test),
 # COMMON (options every training gets), BENCH_SENTENCES (1000). For a smoke test, STUDENTS,
 # TEACHER_MODEL, TEACHER_LAYER, BENCH_MODEL, BENCH_REPETITIONS, BENCH_LAYERS, BENCH_ENCODERS,
-# BENCH_DATASET, BENCH_SPLIT, BENCH_CONTEXT and DATASET replace the real models and data (tiny models:
+# BENCH_DATASET, BENCH_SPLIT, BENCH_CONTEXT, BENCH_UNMASK and DATASET replace the real models and data (tiny models:
 # tests/test_distill_script.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +46,7 @@ BENCH_ENCODERS=${BENCH_ENCODERS:-minilm-l6,mpnet-base}
 BENCH_SENTENCES=${BENCH_SENTENCES:-1000}
 BENCH_DATASET=${BENCH_DATASET:-$DATASET}
 BENCH_SPLIT=${BENCH_SPLIT:-test}
+BENCH_UNMASK=${BENCH_UNMASK:-none,full}  # the unmasked student is timed, not assumed
 # both contexts: a teacher (or student) trained with --context document is timed reading documents
 BENCH_CONTEXT=${BENCH_CONTEXT:-sentence,document}
 # one student a line: name model r exit-layer(- for all) unmask lr epochs
@@ -101,7 +102,7 @@ bench() {
   seqrep bench --model "$BENCH_MODEL" --repetitions "$BENCH_REPETITIONS" \
     --exit-layer "$BENCH_LAYERS" --encoder "$BENCH_ENCODERS" --no-baseline \
     --dataset "$BENCH_DATASET" --split "$BENCH_SPLIT" --sentences "$BENCH_SENTENCES" \
-    --context "$BENCH_CONTEXT" --threads "$THREADS" \
+    --context "$BENCH_CONTEXT" --unmask "$BENCH_UNMASK" --threads "$THREADS" \
     --output "$RUNS/bench.json.tmp"
   mv "$RUNS/bench.json.tmp" "$RUNS/bench.json"
 }

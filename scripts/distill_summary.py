@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from seqrep.lab.frontier import bench_speed
+from seqrep.lab.frontier import bench_speed, speed_assumed
 
 GOAL_GAP, GOAL_SPEEDUP = 1.5, 5.0  # the issue's goal: within 1.5 F1 at 5x the speed or more
 
@@ -22,12 +22,17 @@ def _json(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def _speed(run: Path, bench: list[dict[str, Any]]) -> float | None:
-    """The bench speed of a run's model, r, exit layer and context, as the frontier finds it."""
+def _setting(run: Path) -> dict[str, Any]:
+    """A run's model, r, exit layer, context and unmasking, as the frontier matches them."""
     lab = (_json(run / "run.json") or {}).get("labeler", {})
-    return bench_speed({"model": Path(str(lab.get("model"))).name, "r": lab.get("repetitions"),
-                        "exit_layer": lab.get("exit_layer"),
-                        "context": lab.get("context") or "sentence"}, bench)
+    return {"model": Path(str(lab.get("model"))).name, "r": lab.get("repetitions"),
+            "exit_layer": lab.get("exit_layer"), "context": lab.get("context") or "sentence",
+            "unmask": lab.get("unmask") or "none"}
+
+
+def _speed(run: Path, bench: list[dict[str, Any]]) -> float | None:
+    """The bench speed of a run's setting, as the frontier finds it."""
+    return bench_speed(_setting(run), bench)
 
 
 def _f1(metrics: dict[str, Any] | None) -> float | None:
@@ -49,8 +54,7 @@ def summary(teacher: Path, runs: Path) -> str:
     unmasked = []
     for folder in sorted(runs.glob("*-distilled")):
         name = folder.name.removesuffix("-distilled")
-        if ((_json(folder / "run.json") or {}).get("labeler", {}).get("unmask")
-                or "none") != "none":
+        if speed_assumed(_setting(folder), bench):
             unmasked.append(name)
         metrics = _json(folder / "metrics.json")
         d_f1, p_f1 = _f1(metrics), _f1(_json(runs / f"{name}-plain" / "metrics.json"))

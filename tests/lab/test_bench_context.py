@@ -19,6 +19,7 @@ from seqrep.lab.bench import (
     context_ratios,
     precision_speedups,
     speedups,
+    unmask_ratios,
 )
 from seqrep.lab.tables import bench_markdown
 
@@ -83,6 +84,10 @@ def test_a_document_row_reads_the_documents(tiny) -> None:
                      context="document-focus")
     assert focus["context"] == "document-focus"
     assert focus["tokens"] == doc["tokens"]  # r = 0: the window itself in both layouts
+    # an unmasked cut runs bidirectional layers: same tokens, other states
+    full = _measure(model, 0, 3, words, 4, None, 2, "cut", None, unmask="full")
+    assert (full["unmask"], sent["unmask"]) == ("full", "none")
+    assert full["tokens"] == sent["tokens"] and full["checksum"] != sent["checksum"]
     # at r = 0 with no special tokens, a document row is its sentences' subtokens with the
     # separator before each sentence but the document's first: 9 - 2 = 7 separators more
     lab = SequenceLabeler.from_model(model, labels=["O"], context="document")
@@ -166,9 +171,46 @@ def test_document_contexts_are_timed_on_pytorch_rows_only() -> None:
                       precisions=("fp32", "onnx"), baseline=True,
                       context=("sentence", "document-focus"))
     assert bench_jobs(cfg) == [
-        ("m", 1, 3, "cut", "fp32", "sentence"), ("m", 1, 3, "cut", "fp32", "document-focus"),
-        ("m", 1, 3, "cut", "onnx", "sentence"),
-        ("m", 1, 3, "full_hidden_states", "fp32", "sentence"),
-        ("e", 0, None, "encoder", "fp32", "sentence"),
-        ("e", 0, None, "encoder", "fp32", "document-focus"),
-        ("e", 0, None, "encoder", "onnx", "sentence")]
+        ("m", 1, 3, "cut", "fp32", "sentence", "none"),
+        ("m", 1, 3, "cut", "fp32", "document-focus", "none"),
+        ("m", 1, 3, "cut", "onnx", "sentence", "none"),
+        ("m", 1, 3, "full_hidden_states", "fp32", "sentence", "none"),
+        ("e", 0, None, "encoder", "fp32", "sentence", "none"),
+        ("e", 0, None, "encoder", "fp32", "document-focus", "none"),
+        ("e", 0, None, "encoder", "onnx", "sentence", "none")]
+
+
+def test_unmasked_cuts_are_timed_beside_the_causal_ones_on_pytorch() -> None:
+    cfg = BenchConfig(model="m", repetitions=(0,), exit_layers=(3,), encoder="e",
+                      precisions=("fp32", "bf16", "onnx"), baseline=False,
+                      unmask=("none", "full"))
+    assert bench_jobs(cfg) == [
+        ("m", 0, 3, "cut", "fp32", "sentence", "none"),
+        ("m", 0, 3, "cut", "fp32", "sentence", "full"),
+        ("m", 0, 3, "cut", "bf16", "sentence", "none"),
+        ("m", 0, 3, "cut", "bf16", "sentence", "full"),
+        ("m", 0, 3, "cut", "onnx", "sentence", "none"),
+        ("e", 0, None, "encoder", "fp32", "sentence", "none"),
+        ("e", 0, None, "encoder", "onnx", "sentence", "none")]
+    with pytest.raises(ConfigError, match="--unmask 'none,1,2': expected a comma list of "
+                                          "none, full, middle"):
+        BenchConfig(unmask=("none", "1", "2"))
+
+
+def test_unmask_ratios_and_the_speedups_of_causal_rows_on_hand_made_rows() -> None:
+    rows = [_row("cut", "sentence", 2.0, 1000), dict(_row("cut", "sentence", 2.5, 1000),
+                                                     unmask="full"),
+            _row("cut", "sentence", 4.0, 1000, layer=6), _row("cut", "document", 5.0, 1550)]
+    # 40 against 50 sentences/s
+    assert unmask_ratios(rows) == [{"model": "m", "precision": "fp32", "context": "sentence",
+                                    "unmask": "full", "repetitions": 1, "exit_layer": 3,
+                                    "speed_ratio": 0.8}]
+    causal = [r for r in rows if "unmask" not in r]
+    assert speedups(rows) == speedups(causal)
+    assert context_ratios(rows) == context_ratios(causal)
+    md = bench_markdown({"rows": [dict(r, tokens_per_second=1, latency_ms=1,
+                                       padding_waste=0, flops_per_sentence=1,
+                                       peak_memory_mb=1) for r in rows],
+                         "unmask_ratios": unmask_ratios(rows)})
+    assert "| m | cut, unmask full | fp32 | 1 | 3 |" in md
+    assert "| m | fp32 | sentence | 1 | 3 | full | 0.80 |" in md

@@ -42,9 +42,9 @@ def bench_row(model: str, mode: str, r: int, exit_layer: int | None, speed: floa
             "peak_memory_mb": 1124.2, "checksum": 1.0, "share_of_ceiling": 0.5}
 
 
-def bench_file(path: Path) -> Path:
+def bench_file(path: Path, *extra: dict[str, object]) -> Path:
     rows = [bench_row("/m/gemma", "cut", 1, 11, 18.0), bench_row("/m/gemma", "cut", 0, 18, 30.0),
-            bench_row("/m/minilm", "encoder", 0, None, 170.0)]
+            bench_row("/m/minilm", "encoder", 0, None, 170.0), *extra]
     path.write_text(json.dumps({"kind": "bench", "config": {}, "matmul_gflops": 200.0,
                                 "matmul_shapes": [], "ceilings": {"fp32": 200.0}, "rows": rows,
                                 "speedups": [], "precision_speedups": []}))
@@ -79,12 +79,22 @@ def test_students_are_marked_in_the_table_and_on_the_frontier(tmp_path: Path) ->
     # an unmasked r=0 student (one pass read both ways) is placed at its cut's speed, its
     # unmasking shown, beside its plainly trained twin
     assert len(lines_with(frontier, "| gemma |", marked, "unmask full", "| 88.00 |",
-                          "30.0")) == 1
-    assert len(lines_with(frontier, "| gemma |", "unmask full", "| 80.00 |", "30.0")) == 1
+                          "| 30.0 (causal) |")) == 1
+    assert len(lines_with(frontier, "| gemma |", "unmask full", "| 80.00 |",
+                          "| 30.0 (causal) |")) == 1
     # and the text above the table says that speed is assumed, not measured
-    assert ("An unmasked setting (\"unmask\" in its mode) was not timed: it stands at the "
-            "speed measured for its model, r and exit layer without unmasking, an assumption"
-            ) in frontier
+    assert ("An unmasked setting whose speed reads \"(causal)\" was not timed unmasked: it "
+            "stands at the speed measured for its model, r and exit layer without unmasking, "
+            "an assumption") in frontier
+    # a bench that timed the unmasked cut (seqrep bench --unmask) gives them its own speed
+    timed = dict(bench_row("/m/gemma", "cut", 0, 18, 27.0), unmask="full")
+    md = report(runs, tmp_path / "timed", bench_file(tmp_path / "timed.json", timed)
+                ).read_text()
+    frontier = md.split("### Accuracy against speed")[1]
+    assert len(lines_with(frontier, "| gemma |", marked, "unmask full", "| 88.00 |",
+                          "| 27.0 |")) == 1
+    assert len(lines_with(frontier, "| gemma |", "| 91.00 |", "| 18.0 |")) == 1  # causal r=1
+    assert "(causal)" not in frontier and "not timed" not in frontier
 
 
 def test_a_student_with_unlabeled_text_keeps_its_gold_budget(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ from seqrep.lab.bench_rows import (  # noqa: F401 - the rows' jobs, importable f
 )
 from seqrep.lab.tables import bench_markdown  # noqa: F401 - its home before
 from seqrep.model.device import cpu_features
+from seqrep.model.labeler_config import UNMASK_NAMES as UNMASKS
 
 
 def _f(default: Any, help: str) -> Any:
@@ -77,6 +78,9 @@ class BenchConfig:
         "where the models and the matmul ceiling run: auto, cpu, cuda, cuda:N or mps (auto "
         "as on the other commands, but the CPU when an ONNX row is asked: ONNX Runtime runs "
         "there only)"))
+    unmask: tuple[str, ...] = _f(("none",), (
+        "comma list of unmasking the PyTorch cut rows run at, each timed: none (causal), full "
+        "or middle (unmask_ratios: each against the causal row)"))
     context: tuple[str, ...] = _f((SENTENCE.name,), (
         f"comma list of contexts the PyTorch cut rows and the encoders run at: "
         f"{', '.join(CONTEXTS)} (rows of several sentences: windows of 256 subtokens of the "
@@ -89,6 +93,9 @@ class BenchConfig:
         if not self.context or any(c not in CONTEXTS for c in self.context):
             raise ConfigError(f"--context {','.join(self.context)!r}: expected a comma list "
                               f"of {', '.join(CONTEXTS)}")
+        if not self.unmask or any(u not in UNMASKS for u in self.unmask):
+            raise ConfigError(f"--unmask {','.join(self.unmask)!r}: expected a comma list of "
+                              f"{', '.join(UNMASKS)}")
         bad = [p for p in self.precisions if p not in PRECISIONS]
         if bad or not self.precisions:
             raise ConfigError(f"--precision {','.join(self.precisions)!r}: expected a comma "
@@ -146,7 +153,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     rows = []
     scratch = tempfile.TemporaryDirectory(prefix="seqrep-bench-")  # the ONNX exports
     models: dict[str, int] = {}  # an export folder per model (the decoder, each encoder)
-    for model, r, layer, mode, precision, context in jobs:
+    for model, r, layer, mode, precision, context, unmask in jobs:
         exported = None
         onnx = _onnx(precision)
         if onnx is not None:
@@ -159,9 +166,11 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
             row = pool.submit(_measure, model, r, layer, words, cfg.batch_size, cfg.max_tokens,
                               cfg.latency_sentences, mode, cfg.threads, cfg.repeats,
                               precision, exported,
-                              context_of(context).docs(docs), device, context).result()
+                              context_of(context).docs(docs), device, context,
+                              unmask).result()
         rows.append(row)
-        echo(f"{mode:>18} {precision} {context} {model} r={r} L={layer}: "
+        echo(f"{mode:>18} {precision} {context} {model} r={r} L={layer}"
+             f"{'' if unmask == 'none' else ' unmask=' + unmask}: "
              f"{row['sentences_per_second']} "
              f"sent/s, {row['latency_ms']} ms/sent, waste {row['padding_waste']:.1%}")
     scratch.cleanup()
@@ -174,29 +183,31 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
             "matmul_shapes": ceilings["fp32"]["shapes"],
             "ceilings": {p: c["gflops"] for p, c in ceilings.items()}, "rows": rows,
             "speedups": speedups(rows), "precision_speedups": precision_speedups(rows),
-            "context_ratios": context_ratios(rows)}
+            "context_ratios": context_ratios(rows), "unmask_ratios": unmask_ratios(rows)}
 
 
-def bench_jobs(cfg: BenchConfig) -> list[tuple[str, int, int | None, str, str, str]]:
+def bench_jobs(cfg: BenchConfig) -> list[tuple[str, int, int | None, str, str, str, str]]:
     """The rows a bench run measures, in order: ``(model, r, exit layer, mode, precision,
-    context)``. The cut model at every precision, r, layer and context; the full forward
-    (``--baseline``) in fp32 at sentence level; each encoder in PyTorch fp32 and the run's
-    ONNX runtimes. Document contexts run on PyTorch rows only."""
-    jobs = [(cfg.model, r, layer, "cut", p, c) for p in cfg.precisions for r in cfg.repetitions
-            for layer in cfg.exit_layers for c in cfg.context if _timed(p, c)]
+    context, unmask)``. The cut model at every precision, r, layer, context and unmasking;
+    the full forward (``--baseline``) in fp32 at sentence level; each encoder in PyTorch fp32
+    and the run's ONNX runtimes. Document contexts and unmasking run on PyTorch rows only."""
+    jobs = [(cfg.model, r, layer, "cut", p, c, u) for p in cfg.precisions
+            for r in cfg.repetitions for layer in cfg.exit_layers for c in cfg.context
+            for u in cfg.unmask if _timed(p, c, u)]
     if cfg.baseline:
-        jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32", SENTENCE.name)
+        jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32", SENTENCE.name, "none")
                  for r in cfg.repetitions for layer in cfg.exit_layers if layer is not None]
-    jobs += [(name.strip(), 0, None, "encoder", p, c)
+    jobs += [(name.strip(), 0, None, "encoder", p, c, "none")
              for name in (cfg.encoder or "").split(",") if name.strip()
              for p in ("fp32", *filter(_onnx, cfg.precisions)) for c in cfg.context
              if _timed(p, c)]
     return jobs
 
 
-def _timed(precision: str, context: str) -> bool:
-    """Whether bench times ``precision`` at ``context``: document context on PyTorch only."""
-    return not context_of(context).documents or _onnx(precision) is None
+def _timed(precision: str, context: str, unmask: str = "none") -> bool:
+    """Whether bench times ``precision`` at ``context`` and ``unmask``: document context and
+    unmasking on PyTorch only (bench exports causal sentence labelers)."""
+    return (not context_of(context).documents and unmask == "none") or _onnx(precision) is None
 
 
 def context_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -207,6 +218,7 @@ def context_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return (r["model"], r["mode"], r.get("precision") or "fp32", r["repetitions"],
                 r["exit_layer"])
 
+    rows = [r for r in rows if _causal(r)]
     sentence = {key(r): r for r in rows if not context_of(r.get("context")).documents}
     out = []
     for r in rows:
@@ -222,10 +234,36 @@ def context_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _causal(row: dict[str, Any]) -> bool:
+    """A row without unmasking (rows stored before bench timed unmasking have none)."""
+    return (row.get("unmask") or "none") == "none"
+
+
+def unmask_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per model, precision, context, r and exit layer measured causal and unmasked: the
+    unmasked row's sentences/s against the causal row's."""
+    def key(r: dict[str, Any]) -> tuple:
+        return (r["model"], r.get("precision") or "fp32", context_of(r.get("context")).name,
+                r["repetitions"], r["exit_layer"])
+
+    causal = {key(r): r for r in rows if r["mode"] == "cut" and _causal(r)}
+    out = []
+    for r in rows:
+        base = causal.get(key(r))
+        if r["mode"] != "cut" or _causal(r) or base is None:
+            continue
+        out.append({"model": r["model"], "precision": r.get("precision") or "fp32",
+                    "context": context_of(r.get("context")).name, "unmask": r["unmask"],
+                    "repetitions": r["repetitions"], "exit_layer": r["exit_layer"],
+                    "speed_ratio": round(r["sentences_per_second"]
+                                         / base["sentences_per_second"], 3)})
+    return out
+
+
 def precision_speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per r and exit layer: each precision's time against fp32's, and how far its states are
     from fp32's (relative difference of their checksums)."""
-    cuts = [r for r in rows if r["mode"] == "cut"
+    cuts = [r for r in rows if r["mode"] == "cut" and _causal(r)
             and not context_of(r.get("context")).documents]
     fp32 = {(r["repetitions"], r["exit_layer"]): r for r in cuts if r["precision"] == "fp32"}
     out = []
@@ -245,7 +283,7 @@ def speedups(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per r and exit layer: time against the deepest cut, and against the full forward."""
     out = []
     cuts = {(r["repetitions"], r["exit_layer"]): r for r in rows
-            if r["mode"] == "cut" and r.get("precision", "fp32") == "fp32"
+            if r["mode"] == "cut" and r.get("precision", "fp32") == "fp32" and _causal(r)
             and not context_of(r.get("context")).documents}
     full = {(r["repetitions"], r["exit_layer"]): r for r in rows
             if r["mode"] == "full_hidden_states"}

@@ -72,7 +72,8 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
              batch_size: int, max_tokens: int | None, latency_sentences: int, mode: str,
              threads: int | None, repeats: int = 1, precision: str = "fp32",
              exported: str | None = None, docs: list[Any] | None = None,
-             device: str = "cpu", context: str | None = None) -> dict[str, Any]:
+             device: str = "cpu", context: str | None = None,
+             unmask: str = "none") -> dict[str, Any]:
     """One configuration, in a child process. ``mode``: cut, full_hidden_states or encoder.
     ONNX rows run the export in ``exported`` (made by :func:`_export`). ``docs`` (each
     sentence's document id) runs the labeler with ``context`` (default: ``document``
@@ -88,7 +89,8 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     cut = exit_layer if mode == "cut" else None
     context = context or (SENTENCE if docs is None else DOCUMENT).name
     lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
-                                     exit_layer=cut, finetune=FROZEN, context=context).eval()
+                                     exit_layer=cut, finetune=FROZEN, context=context,
+                                     unmask=unmask if mode == "cut" else "none").eval()
     lab.place(device, _ceiling_precision(precision))
     # padding of the very batches the timed pass runs
     masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, max_tokens,
@@ -124,7 +126,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
         run([w], 1)
     latency = (time.perf_counter() - start) / max(1, min(latency_sentences, len(words)))
     return {"model": model, "mode": mode, "precision": precision, "repetitions": repetitions,
-            "context": context,
+            "context": context, "unmask": unmask if mode == "cut" else "none",
             "exit_layer": exit_layer if mode != "encoder" else None,
             "layers_computed": blocks, "sentences": len(words), "tokens": sum(lengths),
             "seconds": round(seconds, 3), "seconds_all": [round(t, 3) for t in times],

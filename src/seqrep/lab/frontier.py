@@ -22,24 +22,42 @@ from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_
 from seqrep.lab.stats import PROBE
 
 DEFAULT_MODE = LabelerConfig.finetune  # a label names the fine-tuning mode unless it is this
-UNMASKED_NOTE = (" An unmasked setting (\"unmask\" in its mode) was not timed: it stands at "
-                 "the speed measured for its model, r and exit layer without unmasking, an "
-                 "assumption (unmasking changes which positions attend, not the work), not a "
-                 "measurement.")
+UNMASKED_NOTE = (" An unmasked setting whose speed reads \"(causal)\" was not timed unmasked: "
+                 "it stands at the speed measured for its model, r and exit layer without "
+                 "unmasking, an assumption (unmasking changes which positions attend, not the "
+                 "work), not a measurement; `seqrep bench --unmask none,full` times both.")
+
+
+def _matches(b: dict[str, Any], row: dict[str, Any], unmask: str) -> bool:
+    """Whether bench row ``b`` times setting ``row`` (at fp32) with ``unmask``."""
+    if Path(str(b["model"])).name != row["model"] or (b.get("precision") or "fp32") != "fp32":
+        return False  # the frontier is drawn at the default precision (fp32 on this CPU)
+    if context_of(b.get("context")) != context_of(row.get("context")):
+        return False  # document rows are longer: a sentence-level speed is not theirs
+    if b["mode"] == "encoder":
+        return True
+    return (b["mode"] == "cut" and b["repetitions"] == row["r"]
+            and b["exit_layer"] == row["exit_layer"] and (b.get("unmask") or "none") == unmask)
 
 
 def bench_speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
     """The fp32 sentences/s of ``bench`` rows for a setting (``model``: the model's folder
-    name, ``r``, ``exit_layer``, ``context``): its encoder row, or its cut's; None if none."""
-    for b in bench:
-        if Path(str(b["model"])).name != row["model"] or (b.get("precision") or "fp32") != "fp32":
-            continue  # the frontier is drawn at the default precision (fp32 on this CPU)
-        if context_of(b.get("context")) != context_of(row.get("context")):
-            continue  # document rows are longer: a sentence-level speed is not theirs
-        if b["mode"] == "encoder" or (b["mode"] == "cut" and b["repetitions"] == row["r"]
-                                      and b["exit_layer"] == row["exit_layer"]):
-            return float(b["sentences_per_second"])
+    name, ``r``, ``exit_layer``, ``context``, ``unmask``): its encoder row, or its cut's (an
+    unmasked setting's own row where the bench timed it, ``--unmask``, else the causal row's:
+    see :func:`speed_assumed`); None if none."""
+    unmask = row.get("unmask") or "none"
+    for want in dict.fromkeys((unmask, "none")):
+        for b in bench:
+            if _matches(b, row, want):
+                return float(b["sentences_per_second"])
     return None
+
+
+def speed_assumed(row: dict[str, Any], bench: list[dict[str, Any]]) -> bool:
+    """Whether an unmasked setting stands at its causal row's speed because ``bench`` did not
+    time it unmasked."""
+    unmask = row.get("unmask") or "none"
+    return unmask != "none" and not any(_matches(b, row, unmask) for b in bench)
 
 
 def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -47,9 +65,10 @@ def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[di
     ``dataset, model, finetune, r, unmask, exit_layer, f1, f1_std, seeds,
     sentences_per_second, pareto``, fastest first within each budget; of a learning-rate
     sweep, the rate best on validation (``swept``: how many rates it was chosen from).
-    An unmasked setting takes the speed of its model, r and exit layer: unmasking changes
-    which positions attend, not the work (batches are padded, so attention always runs with
-    a mask)."""
+    An unmasked setting takes its own bench row where one was timed (``seqrep bench
+    --unmask``), else the speed of its model, r and exit layer without unmasking
+    (``speed_assumed``), an assumption: unmasking changes which positions attend, not the
+    work (batches are padded, so attention always runs with a mask)."""
     points = []
     for r in rows:
         if r["finetune"] == PROBE or r["test_f1"]["mean"] is None:
@@ -62,7 +81,8 @@ def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[di
                                              "train_sentences", "test_sentences", "epochs",
                                              "context", "context_tokens",
                                              "context_separator")}
-                      | {"f1": r["test_f1"]["mean"], "f1_std": r["test_f1"]["std"],
+                      | {"speed_assumed": speed_assumed(r, bench),
+                         "f1": r["test_f1"]["mean"], "f1_std": r["test_f1"]["std"],
                          "val_f1": r.get("val_f1", {}).get("mean") or 0.0,
                          "seeds": len(r["seeds"]), "sentences_per_second": speed})
     points = _chosen_on_validation(points)
@@ -82,7 +102,7 @@ def _chosen_on_validation(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for p in points:
         sweeps[tuple((k, str(v)) for k, v in sorted(p.items())
                      if k not in ("lr", "f1", "f1_std", "val_f1", "seeds",
-                                  "sentences_per_second"))].append(p)
+                                  "sentences_per_second", "speed_assumed"))].append(p)
     chosen = []
     for sweep in sweeps.values():
         best = max(sweep, key=lambda p: p["val_f1"])
@@ -108,7 +128,7 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
            "else trained on as many sentences and scored on the same test sentences is at "
            "least as accurate and as fast). A learning rate marked \"of N\" was chosen on "
            "validation among the N of a sweep." + (UNMASKED_NOTE if any(
-               (p.get("unmask") or "none") != "none" for p in points) else ""), "",
+               p.get("speed_assumed") for p in points) else ""), "",
            "| dataset | train sents | test sents | model | mode | lr | epochs | r | exit layer "
            "| " + ("context | " if ctx else "") + "test F1 | seeds | sentences/s | Pareto |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if ctx else "")]
@@ -119,7 +139,8 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
                  str(p["r"]),
                  layer_cell(p), *([context_cell(p)] if ctx else []), f"{p['f1']:.2f}",
                  str(p["seeds"]),
-                 f"{p['sentences_per_second']:.1f}",
+                 f"{p['sentences_per_second']:.1f}"
+                 + (" (causal)" if p.get("speed_assumed") else ""),
                  "yes" if p["pareto"] else ""]
         if p["pareto"]:
             cells = [f"**{c}**" if c else c for c in cells]

@@ -121,7 +121,9 @@ def bench_markdown(data: dict[str, Any]) -> str:
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for b in data.get("rows", []):
         context = context_of(b.get("context"))
-        mode = b["mode"] + (f", {context.name}" if context.documents else "")
+        unmask = b.get("unmask") or "none"
+        mode = b["mode"] + (f", {context.name}" if context.documents else "") \
+            + ("" if unmask == "none" else f", unmask {unmask}")
         out.append(f"| {b['model']} | {mode} | {b.get('precision') or 'fp32'} | "
                    f"{b['repetitions']} | {b['exit_layer'] or 'all'} | {b['layers_computed']} | "
                    f"{b['sentences_per_second']:.1f} | {b['tokens_per_second']:.0f} | "
@@ -156,4 +158,10 @@ def bench_markdown(data: dict[str, Any]) -> str:
                    f"{x['exit_layer'] or 'all'} |"
                    + f" {x.get('context', DOCUMENT.name)} |" * named
                    + f" {x['speed_ratio']:.2f} | {x['token_ratio']:.2f} |")
+    if data.get("unmask_ratios"):
+        out += ["", "| model | precision | context | r | exit layer | unmask "
+                "| unmasked / causal sent/s |", "|---|---|---|---|---|---|---|"]
+    for x in data.get("unmask_ratios", []):
+        out.append(f"| {x['model']} | {x['precision']} | {x['context']} | {x['repetitions']} "
+                   f"| {x['exit_layer'] or 'all'} | {x['unmask']} | {x['speed_ratio']:.2f} |")
     return "\n".join(out) + "\n"
