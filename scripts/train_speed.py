@@ -45,6 +45,9 @@ def main() -> None:
     ap.add_argument("--context-tokens", type=int, default=256)
     ap.add_argument("--batch-tokens", type=int, default=None,
                     help="padded tokens per batch at most, as seqrep train --batch-tokens")
+    ap.add_argument("--batch-rows", action="store_true",
+                    help="with document context, count --batch-size in rows, as seqrep train "
+                         "--batch-rows (default: sentences, as seqrep train)")
     ap.add_argument("--compile", action="store_true",
                     help="also each setting with its backbone under torch.compile(dynamic)")
     ap.add_argument("--output", default=None)
@@ -67,7 +70,9 @@ def main() -> None:
             lab.backbone.compile(dynamic=True)  # in place: parameter names stay the same
         items = lab.encoder.items([s.words for s in sents], [s.tags for s in sents],
                                   docs=context_of(context).doc_ids(sents))
-        plan = lab.encoder.plan(items, args.batch_size, args.batch_tokens)
+        plan = lab.encoder.plan(items, args.batch_size, args.batch_tokens,
+                                sentences=context_of(context).documents
+                                and not args.batch_rows)
         opt = torch.optim.AdamW([p for p in lab.parameters() if p.requires_grad], lr=1e-5)
         labelers[(frozen, precision, compiled, context)] = (lab, items, plan, opt)
     best: dict[tuple, float] = {}
@@ -94,6 +99,7 @@ def main() -> None:
     out = {"model": args.model, "dataset": args.dataset, "exit_layer": args.exit_layer,
            "repetitions": args.repetitions,
            "batch_size": args.batch_size, "batch_tokens": args.batch_tokens,
+           "batch_rows": args.batch_rows,
            "context_tokens": args.context_tokens, "sentences": n, "rounds": args.rounds,
            "threads": torch.get_num_threads(), "cpu": cpu_features(), "rows": rows}
     print(json.dumps(out, indent=2))

@@ -67,7 +67,11 @@ class TrainConfig(ConfigBase):
                                      f"{_rates('head_lr')})")
     weight_decay: float = _f(0.05, "AdamW weight decay (not on biases and norms)")
     warmup: float = _f(0.0, "share of steps with linear warm-up before the linear decay")
-    batch_size: int = _f(16, "sentences per batch (batches hold sentences of similar length)")
+    batch_size: int = _f(16, "sentences per batch (batches hold sentences of similar length; "
+                             "with document context, rows reading this many sentences)")
+    batch_rows: bool = _f(False, "with document context, count --batch-size in model rows "
+                                 "(each holds several sentences: fewer, larger steps), as "
+                                 "runs before 2026-12-02 did")
     batch_tokens: int | None = _f(None, "also close a training batch at this many padded "
                                         "tokens (None: no limit)")
     grad_accum: int = _f(1, "batches per optimizer step")

@@ -74,13 +74,15 @@ class Context:
                 f"doc_id): each sentence there is a document of its own, labeled as at "
                 f"sentence level")
 
-    def cell(self, tokens: Any = None, separator: Any = None) -> str:
+    def cell(self, tokens: Any = None, separator: Any = None, rows: bool = False) -> str:
         """How a report's tables show it: ``sentence``, or ``document 256`` (the window budget
-        in subtokens) with the separator where it is not the default newline."""
+        in subtokens) with the separator where it is not the default newline, and ``row
+        batches`` where training batches counted model rows (``batch_rows``)."""
         if not self.documents:
             return self.name
         return f"{self.name} {tokens}" + ("" if separator in (None, "\n")
-                                          else f", separator {separator!r}")
+                                          else f", separator {separator!r}") \
+            + (", row batches" if rows else "")
 
     def __repr__(self) -> str:
         return f"<context {self.name}>"

@@ -164,3 +164,15 @@ def test_a_word_cut_with_its_separator_is_still_read_inside_itself() -> None:
         assert seg.input_ids == (10, 99, 20, 30)
         assert places == ((0, 0), (1, 0), (1, 1))
         assert seg.reads == ((0,), (2,), (3,))
+
+
+def test_batches_can_count_sentences_instead_of_rows() -> None:
+    from seqrep.encode.batch import length_batches
+
+    # four rows of one length holding 3, 3, 1 and 1 sentences, 4 sentences a batch: a batch
+    # closes before the row that would pass 4 (a row alone may hold more)
+    assert length_batches([5, 5, 5, 5], 4, sizes=[3, 3, 1, 1]) == [[0], [1, 2], [3]]
+    assert length_batches([5, 5, 5, 5], 2, sizes=[3, 3, 1, 1]) == [[0], [1], [2, 3]]
+    # sizes of one are rows, as without sizes
+    assert length_batches([3, 1, 2, 5, 4], 2, sizes=[1] * 5) == \
+        length_batches([3, 1, 2, 5, 4], 2) == [[1, 2], [0, 4], [3]]

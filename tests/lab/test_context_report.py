@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.lab.cells import context_cell
 from seqrep.lab.frontier import _short, frontier, frontier_markdown
 from seqrep.lab.grid import GridRun
 from seqrep.lab.stats import group, paired
@@ -26,7 +27,7 @@ def record(f1: float, seed: int, r: int = 1, context: str | None = None,
     return {"run_id": f"{model}{r}{context}{tokens}{exit_layer}{seed}", "kind": "run",
             "config": {"labeler": lab,
                        "train": {"dataset": "conll2003", "seed": seed, "epochs": 2, "lr": 5e-5,
-                                 "subset_unit": "document"}},
+                                 "subset_unit": "document", "batch_rows": False}},
             "metrics": {"status": "finished", "validation": {"f1": f1 / 100 + 0.01},
                         "test": {"f1": f1 / 100, "sentences": 3453},
                         "train_seconds": 60, "train_sentences": 2004}}
@@ -193,3 +194,34 @@ def test_the_best_setting_is_chosen_at_each_context() -> None:
     assert ("| conll2003 | 2004 / 3453 | gemma3-270m | full | 5e-05 | 1 | none | 12 | "
             "document 256 | 92.00") in md
     assert md.count("| gemma3-270m |") == 2
+
+
+def test_row_batched_document_runs_are_their_own_setting_paired_with_the_same_sentences(
+        tmp_path) -> None:
+    """Document runs recorded before --batch-size counted sentences (no batch_rows field, or
+    batch_rows true) batched model rows: a setting of their own, marked in the context cell,
+    and paired like the sentence-batched ones with the same sentence-level runs."""
+    def record(seed: int, f1: float, context: str = "sentence", rows: bool | None = None
+               ) -> dict:
+        train = {"dataset": "/d/conll2003", "epochs": 2, "lr": 5e-5, "seed": seed}
+        if rows is not None:
+            train["batch_rows"] = rows
+        lab = {"model": "/m/gemma", "repetitions": 1, "unmask": "none", "exit_layer": 12,
+               "finetune": "full", "context": context}
+        return {"kind": "run", "name": f"{context}-{rows}-{seed}",
+                "config": {"labeler": lab, "train": train},
+                "metrics": {"status": "finished", "test": {"f1": f1, "sentences": 10},
+                            "validation": {"f1": f1}, "train_sentences": 100}}
+
+    records = [record(1, 0.80), record(2, 0.82),
+               record(1, 0.81, "document"), record(2, 0.80, "document", True),  # rows
+               record(1, 0.85, "document", False), record(2, 0.86, "document", False)]
+    rows = {(r["context"], r["batch_rows"]): r for r in group(records)}
+    assert set(rows) == {("sentence", None), ("document", True), ("document", False)}
+    assert context_cell(rows[("document", True)]) == "document 256, row batches"
+    assert context_cell(rows[("document", False)]) == "document 256"
+    gains = {p["batch_rows"]: p for p in paired(records, against="context")}
+    # by hand: rows 81 - 80 and 80 - 82; sentences 85 - 80 and 86 - 82 (F1 in %)
+    assert round(gains[True]["diff"]["mean"], 6) == -0.5
+    assert round(gains[False]["diff"]["mean"], 6) == 4.5
+    assert gains[True]["seeds"] == gains[False]["seeds"] == [1, 2]

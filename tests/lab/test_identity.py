@@ -18,10 +18,12 @@ STORES = sorted((ROOT / "results").glob("*.jsonl"))
 
 
 def resolved(config: dict) -> dict:
-    """A stored configuration as today's dataclasses write it (new fields at defaults)."""
+    """A stored configuration as today's dataclasses write it: new fields at their defaults,
+    or, where the default changed what such a run does (``batch_rows`` under document
+    context), at the value that does what the run did."""
     out = dict(config)
     out["labeler"] = LabelerConfig.from_dict(config["labeler"]).to_dict()
-    out["train"] = TrainConfig.from_dict(config["train"]).to_dict()
+    out["train"] = TrainConfig.from_dict({"batch_rows": True, **config["train"]}).to_dict()
     if "reader" in config:
         out["reader"] = ReaderConfig.from_dict(config["reader"]).to_dict()
     return out
@@ -50,3 +52,22 @@ def test_context_is_part_of_the_id_and_the_setting() -> None:
     # at document context they do
     doc64 = {**base, "labeler": lab.replace(context="document", context_tokens=64).to_dict()}
     assert config_hash(doc64) != config_hash(doc)
+
+
+def test_batches_of_rows_are_the_old_document_runs_and_batches_of_sentences_new_ones() -> None:
+    """--batch-size counted model rows under document context before it counted sentences:
+    a document run recorded then (no batch_rows field) keeps its id as batch_rows=True, a run
+    counting sentences is another run, and a sentence-level run is the same either way."""
+    lab = LabelerConfig(model="m")
+    train = TrainConfig(dataset="d", seed=1)
+    doc_lab = lab.replace(context="document").to_dict()
+    old = {"labeler": doc_lab, "train": {k: v for k, v in train.to_dict().items()
+                                         if k != "batch_rows"}}
+    rows = {"labeler": doc_lab, "train": train.replace(batch_rows=True).to_dict()}
+    sentences = {"labeler": doc_lab, "train": train.to_dict()}
+    assert train.batch_rows is False  # the default counts sentences
+    assert config_hash(rows) == config_hash(old)
+    assert config_hash(sentences) != config_hash(old)
+    plain = {"labeler": lab.to_dict(), "train": train.to_dict()}
+    plain_rows = {"labeler": lab.to_dict(), "train": train.replace(batch_rows=True).to_dict()}
+    assert config_hash(plain) == config_hash(plain_rows)

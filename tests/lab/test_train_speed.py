@@ -26,7 +26,14 @@ def test_sentence_and_document_context_train_side_by_side(tiny, tmp_path: Path,
     got = json.loads(out.read_text())
     assert got["sentences"] == 8 and "flags" in got["cpu"]
     assert [(r["context"], r["steps"]) for r in got["rows"]] == [
-        # 8 sentences alone in batches of 2 rows: 4 steps; each document of four short
-        # sentences is one row (well within 256 subtokens), two rows: 1 step
-        ("sentence", 4), ("document", 1)]
+        # 8 sentences alone in batches of 2: 4 steps; each document of four short sentences
+        # is one row (well within 256 subtokens) reading 4 sentences, more than a batch's 2,
+        # so each row is a batch alone: 2 steps
+        ("sentence", 4), ("document", 2)]
     assert all(r["sentences_per_second"] > 0 for r in got["rows"])
+    # counting rows, as seqrep train --batch-rows: the two rows are one batch
+    monkeypatch.setattr(sys, "argv", [*sys.argv, "--context", "document", "--batch-rows"])
+    load_script("train_speed").main()
+    got = json.loads(out.read_text())
+    assert got["batch_rows"] is True
+    assert [(r["context"], r["steps"]) for r in got["rows"]] == [("document", 1)]

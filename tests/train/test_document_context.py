@@ -16,6 +16,7 @@ from seqrep.data.splits import load_data
 from seqrep.encode.document import chunk_spans
 from seqrep.evaluate import evaluate
 from seqrep.model.labeler import SequenceLabeler
+from seqrep.tasks import SPANS
 from seqrep.train import train
 from seqrep.train.loop import Trainer, shard_indices
 
@@ -120,3 +121,31 @@ def test_exit_layer_auto_probes_with_document_context(tiny, tmp_path: Path,
     assert metrics["status"] == "finished" and 1 <= metrics["exit_layer"] <= 4
     # the training subset and the validation split, each with its document ids
     assert len(seen) == 2 and all(d and all(x.startswith("doc") for x in d) for d in seen)
+
+
+def test_a_training_batch_counts_sentences_unless_asked_for_rows(tiny, tmp_path: Path) -> None:
+    """--batch-size is sentences per batch at either context: a document batch holds rows
+    reading at most that many sentences together (a row alone may read more); --batch-rows
+    counts model rows, as runs before the option did (fewer, larger steps)."""
+    train_file = with_documents(write_corpus(tmp_path / "train.txt", 40), 8)
+    test_file = write_corpus(tmp_path / "test.txt", 6, seed=1)
+    lab, cfg = train_configs(tiny("llama"), (str(train_file), str(test_file)), epochs=1,
+                             batch_size=6)
+    data = load_data(cfg)
+    lab = lab.replace(context="document", context_tokens=40,
+                      labels=SPANS.inventory(data.train + data.eval))
+    steps = {}
+    for rows in (False, True):
+        trainer = Trainer(lab, cfg.replace(batch_rows=rows), tmp_path / f"r{rows}", data,
+                          quiet=True)
+        read = [len({s for s, _ in trainer.items[i].targets()}) for i in
+                range(len(trainer.items))]
+        assert max(read) > 1  # rows hold several sentences
+        batches = trainer.epoch_batches(0)
+        assert sorted(i for b in batches for i in b) == list(range(len(trainer.items)))
+        if rows:
+            assert all(len(b) <= 6 for b in batches) and any(len(b) == 6 for b in batches)
+        else:
+            assert all(len(b) == 1 or sum(read[i] for i in b) <= 6 for b in batches)
+        steps[rows] = len(batches)
+    assert steps[False] > steps[True]  # counting sentences: more, smaller steps

@@ -97,12 +97,16 @@ def collate(segments: Sequence[Segment], pad_id: int, side: str = "right",
 
 
 def length_batches(lengths: Sequence[int], batch_size: int, shuffle: bool = False,
-                   seed: int = 0, max_tokens: int | None = None) -> list[list[int]]:
+                   seed: int = 0, max_tokens: int | None = None,
+                   sizes: Sequence[int] | None = None) -> list[list[int]]:
     """Group item indices into batches of similar length, so little compute goes to padding.
 
     Items are sorted by length; consecutive runs form batches of at most ``batch_size`` items
-    (and at most ``max_tokens`` padded tokens, if given). With ``shuffle``, lengths are jittered
-    within a bucket of 50 batches and the batch order is shuffled, both from ``seed``.
+    (and at most ``max_tokens`` padded tokens, if given). With ``sizes`` an item counts its
+    size instead of one (a document row: the sentences it reads), and a batch closes before
+    the item that would take it past ``batch_size`` (an item alone may be larger). With
+    ``shuffle``, lengths are jittered within a bucket of 50 batches and the batch order is
+    shuffled, both from ``seed``.
 
     Returns:
         Lists of indices into ``lengths``.
@@ -119,13 +123,16 @@ def length_batches(lengths: Sequence[int], batch_size: int, shuffle: bool = Fals
         order.sort(key=lambda i: lengths[i])
     batches: list[list[int]] = []
     cur: list[int] = []
+    held = 0  # what cur counts: its items, or their sizes
     for i in order:
+        size = 1 if sizes is None else sizes[i]
         longest = max([lengths[j] for j in cur] + [lengths[i]])
         too_many = max_tokens is not None and cur and longest * (len(cur) + 1) > max_tokens
-        if len(cur) == batch_size or too_many:
+        if (cur and held + size > batch_size) or too_many:
             batches.append(cur)
-            cur = []
+            cur, held = [], 0
         cur.append(i)
+        held += size
     if cur:
         batches.append(cur)
     if shuffle:

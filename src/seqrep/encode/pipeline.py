@@ -218,11 +218,15 @@ class Encoder:
         return out
 
     def plan(self, items: Sequence[Item], batch_size: int, max_tokens: int | None = None,
-             shuffle: bool = False, seed: int = 0) -> list[list[int]]:
-        """Index lists of length-sorted batches: at most ``batch_size`` rows and
-        ``max_tokens`` padded tokens each (see :func:`~seqrep.encode.batch.length_batches`)."""
+             shuffle: bool = False, seed: int = 0, sentences: bool = False
+             ) -> list[list[int]]:
+        """Index lists of length-sorted batches: at most ``batch_size`` rows (with
+        ``sentences``, rows reading at most ``batch_size`` sentences together, each row
+        counting the sentences it reads words of) and ``max_tokens`` padded tokens each (see
+        :func:`~seqrep.encode.batch.length_batches`)."""
+        sizes = [len({s for s, _ in it.targets()}) or 1 for it in items] if sentences else None
         return length_batches([len(it.segment) for it in items], batch_size, shuffle=shuffle,
-                              seed=seed, max_tokens=max_tokens)
+                              seed=seed, max_tokens=max_tokens, sizes=sizes)
 
     def collate(self, items: Sequence[Item]) -> Batch:
         """Pad ``items`` into one batch (with labels when every item has them)."""

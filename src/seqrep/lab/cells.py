@@ -18,9 +18,11 @@ def layer_cell(row: dict[str, Any]) -> str:
 
 def context_cell(row: dict[str, Any]) -> str:
     """A row's context: ``sentence``, or ``document 256`` (its window budget in subtokens),
-    with its separator where it is not the default newline."""
+    with its separator where it is not the default newline, and ``row batches`` where its
+    training batches counted model rows, not sentences."""
     return context_of(row.get("context")).cell(row.get("context_tokens"),
-                                               row.get("context_separator"))
+                                               row.get("context_separator"),
+                                               bool(row.get("batch_rows")))
 
 
 def has_document(rows: list[dict[str, Any]]) -> bool:

@@ -12,7 +12,8 @@ from typing import Any
 from seqrep.lab.stats import PROBE
 
 _SAME = ("rest", "model", "dataset", "finetune", "r", "unmask", "train_sentences",
-         "test_sentences", "epochs", "lr", "context", "context_tokens", "context_separator")
+         "test_sentences", "epochs", "lr", "context", "context_tokens", "context_separator",
+         "batch_rows")
 
 
 def auto_exit_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -80,7 +80,7 @@ def frontier(rows: list[dict[str, Any]], bench: list[dict[str, Any]]) -> list[di
                                              "exit_layer", "auto_exit", "lr",
                                              "train_sentences", "test_sentences", "epochs",
                                              "context", "context_tokens",
-                                             "context_separator")}
+                                             "context_separator", "batch_rows")}
                       | {"speed_assumed": speed_assumed(r, bench),
                          "f1": r["test_f1"]["mean"], "f1_std": r["test_f1"]["std"],
                          "val_f1": r.get("val_f1", {}).get("mean") or 0.0,

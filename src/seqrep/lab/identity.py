@@ -24,11 +24,15 @@ NEUTRAL: dict[str, dict[str, Any]] = {
     "labeler": {"task": "auto", "frozen_layers": 0, "lora_targets": [], "context": SENTENCE.name},
     "train": {"batch_tokens": None, "device": "auto", "precision": "auto",
               "gradient_checkpointing": False, "exit_search_sentences": 1000,
-              "compile": False, "subset_unit": "sentence"},
+              "compile": False, "subset_unit": "sentence",
+              # document runs recorded before the field batched rows (True does as they did)
+              "batch_rows": True},
 }
 # labeler fields that only document context reads: a sentence-level run is the same run
 # whatever they hold (and runs recorded before they existed hold none of them)
 DOCUMENT_ONLY = ("context_tokens", "context_separator")
+# train fields that only document context reads
+DOCUMENT_ONLY_TRAIN = ("batch_rows",)
 
 
 def canonical(config: dict[str, Any]) -> dict[str, Any]:
@@ -38,6 +42,9 @@ def canonical(config: dict[str, Any]) -> dict[str, Any]:
     if isinstance(lab, dict) and not context_of(lab.get("context")).documents:
         for name in DOCUMENT_ONLY:
             lab.pop(name, None)
+        if isinstance(out.get("train"), dict):
+            for name in DOCUMENT_ONLY_TRAIN:
+                out["train"].pop(name, None)
     for section, fields in NEUTRAL.items():
         part = out.get(section)
         if isinstance(part, dict):

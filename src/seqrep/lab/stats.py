@@ -41,7 +41,7 @@ VARIED = (("labeler", "repetitions"), ("labeler", "unmask"), ("labeler", "exit_l
 # The context a run read (issue 24) is a column too: a document setting is paired with the
 # same setting at sentence context by changing these and keeping the rest.
 CONTEXT = (("labeler", "context"), ("labeler", "context_tokens"),
-           ("labeler", "context_separator"))
+           ("labeler", "context_separator"), ("train", "batch_rows"))
 
 
 # The fine-tuning cell of a probe's rows (a frozen backbone's head fitted at each layer of a
@@ -71,6 +71,9 @@ def strategy(record: dict[str, Any]) -> dict[str, Any]:
             "context": context.name,
             "context_tokens": lab.get("context_tokens", 256) if context.documents else None,
             "context_separator": lab.get("context_separator", "\n") if context.documents
+            else None,
+            # document runs recorded before the field batched rows; a probe trains no batches
+            "batch_rows": bool(tr.get("batch_rows", True)) if context.documents and not probe
             else None,
             "lr": None if probe else tr.get("lr"),
             "train_sentences": _gold_sentences(record),
@@ -168,7 +171,8 @@ def _sentence_context(row: dict[str, Any], keys: Iterable[tuple]) -> tuple | Non
     auto-exit setting at sentence context whatever layer it chose."""
     if not context_of(row["context"]).documents:
         return None
-    want = {**row, "context": SENTENCE.name, "context_tokens": None, "context_separator": None}
+    want = {**row, "context": SENTENCE.name, "context_tokens": None, "context_separator": None,
+            "batch_rows": None}
     if not row.get("auto_exit"):
         return _key(want)
     return next((k for k in keys if {**dict(k), "exit_layer": None}

@@ -104,7 +104,9 @@ class Trainer:
     def epoch_batches(self, epoch: int) -> list[list[int]]:
         """This epoch's batches (item indices), shuffled from the seed and the epoch."""
         return self.encoder.plan(self.items, self.cfg.batch_size, self.cfg.batch_tokens,
-                                 shuffle=True, seed=self.cfg.seed * 1000 + epoch)
+                                 shuffle=True, seed=self.cfg.seed * 1000 + epoch,
+                                 sentences=self.encoder.context.documents
+                                 and not self.cfg.batch_rows)
 
     def run(self) -> TrainState:
         cfg, s = self.cfg, self.state
