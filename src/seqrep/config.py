@@ -97,7 +97,8 @@ class TrainConfig(ConfigBase):
     precision: str = _f("auto", "autocast of the backbone: auto (bf16 on GPUs that have it, "
                                 "fp32 on CPUs), fp32, bf16 or fp16; weights, head and loss "
                                 "stay fp32")
-    eval_batch_size: int = _f(64, "sentences per batch at evaluation")
+    eval_batch_size: int = _f(64, "sentences per batch at evaluation (with document context, "
+                                  "model rows, each reading a window of sentences)")
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "grad_accum", "eval_batch_size"):
@@ -135,7 +136,9 @@ class InferenceConfig(ConfigBase):
     device: str = _f("auto", "auto, cpu, cuda, cuda:N or mps")
     precision: str = _f("auto", "auto (bf16 on GPUs and on CPUs with native bf16, else fp32), "
                                 "fp32, bf16 or fp16")
-    batch_size: int = _f(32, "sentences per batch (batches hold sentences of similar length)")
+    batch_size: int = _f(32, "sentences per batch (batches hold sentences of similar length; "
+                             "with document context, model rows, each reading a window of "
+                             "sentences)")
     batch_tokens: int = _f(BATCH_TOKENS, "close a batch before it passes this many padded "
                                          "tokens")
     threads: int | None = _f(None, "torch CPU threads (default: all cores; seqrep serve: the "

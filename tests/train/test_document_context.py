@@ -147,5 +147,8 @@ def test_a_training_batch_counts_sentences_unless_asked_for_rows(tiny, tmp_path:
             assert all(len(b) <= 6 for b in batches) and any(len(b) == 6 for b in batches)
         else:
             assert all(len(b) == 1 or sum(read[i] for i in b) <= 6 for b in batches)
+            # sentences, not words: rows batched together read more than 6 words
+            words = [len(trainer.items[i].targets()) for i in range(len(trainer.items))]
+            assert any(len(b) > 1 and sum(words[i] for i in b) > 6 for b in batches)
         steps[rows] = len(batches)
     assert steps[False] > steps[True]  # counting sentences: more, smaller steps
