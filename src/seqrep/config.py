@@ -24,6 +24,10 @@ from seqrep.tasks import check_decoding
 
 __all__ = ["InferenceConfig", "LabelerConfig", "ReaderConfig", "TrainConfig", "parse_unmask"]
 
+# train fields added after runs were first saved, with the value such runs trained as: a
+# run.json without the field resumes as its run trained, and identifies as the same run
+TRAIN_SAVED_BEFORE: dict[str, Any] = {"batch_rows": True}
+
 
 def _rates(rate: str) -> str:
     """The default ``rate`` (``lr`` or ``head_lr``) of each fine-tuning mode, for a help text:

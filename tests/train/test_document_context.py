@@ -152,3 +152,23 @@ def test_a_training_batch_counts_sentences_unless_asked_for_rows(tiny, tmp_path:
             assert any(len(b) > 1 and sum(words[i] for i in b) > 6 for b in batches)
         steps[rows] = len(batches)
     assert steps[False] > steps[True]  # counting sentences: more, smaller steps
+
+
+@pytest.mark.parametrize("saved_rows", [None, False, True])
+def test_a_resumed_run_batches_as_it_was_saved(tmp_path: Path, saved_rows: bool | None) -> None:
+    """A document run saved before --batch-rows existed counted model rows: resuming it
+    keeps counting rows (its run.json has no batch_rows), so the resumed run trains the
+    batches the interrupted one planned; a run that saved the field keeps its value."""
+    from seqrep.config import LabelerConfig, TrainConfig
+    from seqrep.train.run import resumed_config
+
+    run = tmp_path / "run"
+    run.mkdir()
+    train = {"epochs": 1, "batch_size": 4}
+    if saved_rows is not None:
+        train["batch_rows"] = saved_rows
+    (run / "run.json").write_text(json.dumps(
+        {"labeler": {"model": "m", "context": "document"}, "train": train}), encoding="utf-8")
+    _, cfg, _ = resumed_config(run, LabelerConfig(), TrainConfig())
+    assert cfg.batch_rows is (True if saved_rows is None else saved_rows)
+    assert cfg.batch_size == 4

@@ -17,6 +17,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from seqrep.config import TRAIN_SAVED_BEFORE
 from seqrep.contexts import SENTENCE, context_of
 
 # section -> field -> the value that means "as before this field existed"
@@ -25,8 +26,7 @@ NEUTRAL: dict[str, dict[str, Any]] = {
     "train": {"batch_tokens": None, "device": "auto", "precision": "auto",
               "gradient_checkpointing": False, "exit_search_sentences": 1000,
               "compile": False, "subset_unit": "sentence",
-              # document runs recorded before the field batched rows (True does as they did)
-              "batch_rows": True},
+              **TRAIN_SAVED_BEFORE},  # batch_rows: document runs before the field
 }
 # labeler fields that only document context reads: a sentence-level run is the same run
 # whatever they hold (and runs recorded before they existed hold none of them)

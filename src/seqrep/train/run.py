@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from seqrep.config import LabelerConfig, TrainConfig
+from seqrep.config import TRAIN_SAVED_BEFORE, LabelerConfig, TrainConfig
 from seqrep.contexts import context_of
 from seqrep.data.splits import load_data
 from seqrep.errors import SeqrepError
@@ -113,7 +113,8 @@ def resumed_config(output: Path, labeler_config: LabelerConfig, train_config: Tr
     print(f"resuming {output}: model {lab.model!r} as its {source} names it"
           f"{' (remote code allowed by the caller)' if lab.trust_remote_code else ''}",
           file=sys.stderr, flush=True)
-    cfg = TrainConfig.from_dict(saved["train"]).replace(max_steps=train_config.max_steps)
+    cfg = TrainConfig.from_dict({**TRAIN_SAVED_BEFORE, **saved["train"]}).replace(
+        max_steps=train_config.max_steps)
     return lab, cfg, dict(saved.get("reader_options") or {})
 
 
