@@ -96,6 +96,26 @@ def test_a_document_row_reads_the_documents(tiny) -> None:
     assert doc["tokens"] == sent["tokens"] + 7 * sep
 
 
+def test_a_document_row_records_its_window_and_is_cut_by_it(tiny) -> None:
+    model = tiny("llama", 4)
+    words, docs = WORDS * 3, ["a"] * 5 + ["b"] * 4
+    sent = _measure(model, 0, 3, words, 4, None, 2, "cut", None)
+    wide = _measure(model, 0, 3, words, 4, None, 2, "cut", None, docs=docs)
+    narrow = _measure(model, 0, 3, words, 4, None, 2, "cut", None, docs=docs,
+                      context_tokens=8)
+    assert "context_tokens" not in sent  # a sentence row has no window
+    assert (wide["context_tokens"], narrow["context_tokens"]) == (256, 8)
+    # 8-subtoken windows overlap by half and split the longest sentence: more tokens than one
+    # 256-subtoken row per document
+    assert narrow["tokens"] > wide["tokens"]
+
+
+@pytest.mark.parametrize("tokens", [0, -4])
+def test_a_window_of_no_subtokens_is_refused(tokens: int) -> None:
+    with pytest.raises(ConfigError, match=f"--context-tokens {tokens}: expected a positive"):
+        BenchConfig(context=("document",), context_tokens=tokens)
+
+
 def test_an_unknown_context_is_refused() -> None:
     with pytest.raises(ConfigError, match="--context 'page'"):
         BenchConfig(context=("page",))

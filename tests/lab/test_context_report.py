@@ -225,3 +225,17 @@ def test_row_batched_document_runs_are_their_own_setting_paired_with_the_same_se
     assert round(gains[True]["diff"]["mean"], 6) == -0.5
     assert round(gains[False]["diff"]["mean"], 6) == 4.5
     assert gains[True]["seeds"] == gains[False]["seeds"] == [1, 2]
+
+
+def test_a_document_setting_takes_only_a_bench_row_of_its_window() -> None:
+    # a 96-subtoken window makes other rows than 256: the speed bench measured at 256 (its
+    # rows before the field: the labeler's default, 256) is not a 96-window setting's
+    rows = group([record(91.0, 1, context="document", tokens=96),
+                  record(90.0, 1, context="document", tokens=256)])
+    bench = [{"model": "gemma3-270m", "mode": "cut", "repetitions": 1, "exit_layer": 12,
+              "context": "document", "sentences_per_second": 12.0}]
+    points = frontier(rows, bench)
+    assert [(p["context_tokens"], p["sentences_per_second"]) for p in points] == [(256, 12.0)]
+    bench.append({**bench[0], "context_tokens": 96, "sentences_per_second": 15.0})
+    speeds = {p["context_tokens"]: p["sentences_per_second"] for p in frontier(rows, bench)}
+    assert speeds == {96: 15.0, 256: 12.0}

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seqrep.config import InferenceConfig
+from seqrep.config import InferenceConfig, LabelerConfig
 from seqrep.contexts import CONTEXTS, SENTENCE, context_of
 from seqrep.lab.bench_rows import (  # noqa: F401 - the rows' jobs, importable from here as before
     DTYPES,
@@ -84,9 +84,12 @@ class BenchConfig:
         "or middle (unmask_ratios: each against the causal row)"))
     context: tuple[str, ...] = _f((SENTENCE.name,), (
         f"comma list of contexts the PyTorch cut rows and the encoders run at: "
-        f"{', '.join(CONTEXTS)} (rows of several sentences: windows of 256 subtokens of the "
-        f"split's documents; the first --sentences sentences, so the last document may be "
-        f"cut)"))
+        f"{', '.join(CONTEXTS)} (rows of several sentences: windows of --context-tokens "
+        f"subtokens of the split's documents; the first --sentences sentences, so the last "
+        f"document may be cut)"))
+    context_tokens: int = _f(LabelerConfig.context_tokens, "with a document context: "
+                             "subtokens per copy of a document row, as the labeler timed "
+                             "was trained with")
 
     def __post_init__(self) -> None:
         from seqrep.errors import ConfigError
@@ -94,6 +97,9 @@ class BenchConfig:
         if not self.context or any(c not in CONTEXTS for c in self.context):
             raise ConfigError(f"--context {','.join(self.context)!r}: expected a comma list "
                               f"of {', '.join(CONTEXTS)}")
+        if self.context_tokens < 1:
+            raise ConfigError(f"--context-tokens {self.context_tokens}: expected a positive "
+                              f"number of subtokens")
         if not self.unmask or any(u not in UNMASKS for u in self.unmask):
             raise ConfigError(f"--unmask {','.join(self.unmask)!r}: expected a comma list of "
                               f"{', '.join(UNMASKS)}")
@@ -168,7 +174,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
                               cfg.latency_sentences, mode, cfg.threads, cfg.repeats,
                               precision, exported,
                               context_of(context).docs(docs), device, context,
-                              unmask).result()
+                              unmask, cfg.context_tokens).result()
         rows.append(row)
         echo(f"{mode:>18} {precision} {context} {model} r={r} L={layer}"
              f"{'' if unmask == 'none' else ' unmask=' + unmask}: "

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqrep.contexts import DOCUMENT, SENTENCE
+from seqrep.contexts import DOCUMENT, SENTENCE, context_of
 from seqrep.lab.speed import block_linears, flops_per_token, forward_flops, matmul_rate
 from seqrep.model.tuning import FROZEN
 from seqrep.runtimes import RUNTIMES, Runtime
@@ -73,7 +73,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
              threads: int | None, repeats: int = 1, precision: str = "fp32",
              exported: str | None = None, docs: list[Any] | None = None,
              device: str = "cpu", context: str | None = None,
-             unmask: str = "none") -> dict[str, Any]:
+             unmask: str = "none", context_tokens: int | None = None) -> dict[str, Any]:
     """One configuration, in a child process. ``mode``: cut, full_hidden_states or encoder.
     ONNX rows run the export in ``exported`` (made by :func:`_export`). ``docs`` (each
     sentence's document id) runs the labeler with ``context`` (default: ``document``
@@ -88,9 +88,13 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
         torch.set_num_threads(threads)
     cut = exit_layer if mode == "cut" else None
     context = context or (SENTENCE if docs is None else DOCUMENT).name
+    window = {"context_tokens": context_tokens} if context_tokens else {}
     lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
                                      exit_layer=cut, finetune=FROZEN, context=context,
-                                     unmask=unmask if mode == "cut" else "none").eval()
+                                     unmask=unmask if mode == "cut" else "none",
+                                     **window).eval()
+    documents = context_of(context).documents
+    window = {"context_tokens": lab.config.context_tokens} if documents else {}
     lab.place(device, _ceiling_precision(precision))
     # padding of the very batches the timed pass runs
     masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, max_tokens,
@@ -126,7 +130,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
         run([w], 1)
     latency = (time.perf_counter() - start) / max(1, min(latency_sentences, len(words)))
     return {"model": model, "mode": mode, "precision": precision, "repetitions": repetitions,
-            "context": context, "unmask": unmask if mode == "cut" else "none",
+            "context": context, **window, "unmask": unmask if mode == "cut" else "none",
             "exit_layer": exit_layer if mode != "encoder" else None,
             "layers_computed": blocks, "sentences": len(words), "tokens": sum(lengths),
             "seconds": round(seconds, 3), "seconds_all": [round(t, 3) for t in times],

@@ -22,6 +22,7 @@ from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_
 from seqrep.lab.stats import PROBE
 
 DEFAULT_MODE = LabelerConfig.finetune  # a label names the fine-tuning mode unless it is this
+DEFAULT_WINDOW = LabelerConfig.context_tokens  # subtokens per copy of a document row
 UNMASKED_NOTE = (" An unmasked setting whose speed reads \"(causal)\" was not timed unmasked: "
                  "it stands at the speed measured for its model, r and exit layer without "
                  "unmasking, an assumption (unmasking changes which positions attend, not the "
@@ -32,12 +33,21 @@ def _matches(b: dict[str, Any], row: dict[str, Any], unmask: str) -> bool:
     """Whether bench row ``b`` times setting ``row`` (at fp32) with ``unmask``."""
     if Path(str(b["model"])).name != row["model"] or (b.get("precision") or "fp32") != "fp32":
         return False  # the frontier is drawn at the default precision (fp32 on this CPU)
-    if context_of(b.get("context")) != context_of(row.get("context")):
+    context = context_of(row.get("context"))
+    if context_of(b.get("context")) != context:
         return False  # document rows are longer: a sentence-level speed is not theirs
+    if context.documents and _window(b) != _window(row):
+        return False  # another window makes other rows: its speed is not this setting's
     if b["mode"] == "encoder":
         return True
     return (b["mode"] == "cut" and b["repetitions"] == row["r"]
             and b["exit_layer"] == row["exit_layer"] and (b.get("unmask") or "none") == unmask)
+
+
+def _window(row: dict[str, Any]) -> int:
+    """A document row's subtokens per copy; bench rows written before they recorded it ran at
+    the labeler's default."""
+    return int(row.get("context_tokens") or DEFAULT_WINDOW)
 
 
 def bench_speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | None:
