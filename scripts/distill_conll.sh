@@ -16,7 +16,10 @@
 #             its speed against the teacher's (the issue's goal: within 1.5 F1 at 5x)
 # Resumable in pieces: a finished folder (metrics.json) is skipped, an interrupted one is
 # continued with --resume, so the script can be stopped at any point and started again;
-# ONLY=NAME runs one student (e.g. ONLY=minilm bash scripts/distill_conll.sh students).
+# ONLY=NAME runs one student (e.g. ONLY=minilm bash scripts/distill_conll.sh students);
+# SEEDS="1 2" also runs each student (distilled and plain) at those seeds, into NAME-distilled-sK
+# and NAME-plain-sK (the folders without a suffix hold the recipe's default seed), and the
+# summary averages a student's seeds and pairs distilled with plain by seed.
 #
 # Settings (environment): RUNS (runs/issue25), THREADS (2), TEMPERATURE (2), GOLD_WEIGHT
 # (0.5), UNLABELED (a raw-text file for the teacher to label too; none by default: issue 25
@@ -55,6 +58,7 @@ mpnet mpnet-base 0 - none 5e-5 2
 gemma-r0-full gemma3-270m 0 6 full 5e-5 1
 gemma-r1-L6 gemma3-270m 1 6 none 5e-5 1"}
 ONLY=${ONLY:-}
+SEEDS=${SEEDS:-}
 
 mkdir -p "$RUNS"
 TEACHER=${TEACHER:-$RUNS/teacher}
@@ -90,10 +94,16 @@ students() {
     [ "$layer" != "-" ] && opts+=(--exit-layer "$layer")
     local extra=()
     [ -n "$UNLABELED" ] && extra+=(--unlabeled "$UNLABELED")
-    run "$RUNS/$name-distilled" seqrep distill "$TEACHER" --student "$model" "${opts[@]}" \
-      $COMMON --temperature "$TEMPERATURE" --gold-weight "$GOLD_WEIGHT" "${extra[@]}" \
-      --teacher-labels "$RUNS/teacher-labels"
-    run "$RUNS/$name-plain" seqrep train --model "$model" "${opts[@]}" $COMMON
+    # the recipe's default seed (no suffix), then each of SEEDS
+    for seed in "" $SEEDS; do
+      local suffix="" seeded=()
+      [ -n "$seed" ] && suffix="-s$seed" && seeded=(--seed "$seed")
+      run "$RUNS/$name-distilled$suffix" seqrep distill "$TEACHER" --student "$model" \
+        "${opts[@]}" "${seeded[@]}" $COMMON --temperature "$TEMPERATURE" \
+        --gold-weight "$GOLD_WEIGHT" "${extra[@]}" --teacher-labels "$RUNS/teacher-labels"
+      run "$RUNS/$name-plain$suffix" seqrep train --model "$model" "${opts[@]}" \
+        "${seeded[@]}" $COMMON
+    done
   done 3<<< "$STUDENTS"
 }
 
@@ -109,7 +119,8 @@ bench() {
 
 report() {
   local done=()
-  for d in "$TEACHER" "$RUNS"/*-distilled "$RUNS"/*-plain; do
+  for d in "$TEACHER" "$RUNS"/*-distilled "$RUNS"/*-distilled-s* "$RUNS"/*-plain \
+      "$RUNS"/*-plain-s*; do
     [ -f "$d/metrics.json" ] && done+=("$d")
   done
   local bench_opt=()

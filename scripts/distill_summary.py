@@ -3,19 +3,24 @@ trained plainly, the gap to the teacher, its sentences/s against the teacher's (
 of the same run), the teacher's labeling speed and the distillation's time, as Markdown.
 
 Usage: python scripts/distill_summary.py TEACHER_RUN RUNS   (RUNS: NAME-distilled/,
-NAME-plain/ and bench.json, as the script writes them)
+NAME-plain/ and bench.json, as the script writes them; NAME-distilled-sK/ and NAME-plain-sK/
+for the script's SEEDS: a student's seeds are averaged, and distilled minus plain is paired
+by seed, with its 95 % CI where there are two seeds or more)
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from seqrep.lab.frontier import bench_speed, speed_assumed
+from seqrep.lab.stats import summarize
 
 GOAL_GAP, GOAL_SPEEDUP = 1.5, 5.0  # the issue's goal: within 1.5 F1 at 5x the speed or more
+FOLDER = re.compile(r"(?P<name>.+)-(?P<kind>distilled|plain)(?:-s(?P<seed>\d+))?")
 
 
 def _json(path: Path) -> dict[str, Any] | None:
@@ -44,30 +49,68 @@ def _cell(x: float | None, fmt: str = ".2f") -> str:
     return "-" if x is None else format(x, fmt)
 
 
+def _folders(runs: Path) -> dict[str, dict[str, dict[str, Path]]]:
+    """Student name -> ``distilled`` / ``plain`` -> seed label ("" for the recipe's default
+    seed, else the folder's ``-sK``) -> run folder."""
+    out: dict[str, dict[str, dict[str, Path]]] = {}
+    for folder in sorted(runs.iterdir()) if runs.is_dir() else []:
+        m = FOLDER.fullmatch(folder.name)
+        if m and folder.is_dir():
+            kinds = out.setdefault(m["name"], {"distilled": {}, "plain": {}})
+            kinds[m["kind"]][m["seed"] or ""] = folder
+    return {name: kinds for name, kinds in out.items() if kinds["distilled"]}
+
+
+def _mean_cell(values: list[float]) -> str:
+    if not values:
+        return "-"
+    s = summarize(values)
+    return f"{s['mean']:.2f}" + ("" if s["std"] is None else f" ± {s['std']:.2f}")
+
+
+def _diff_cell(diffs: list[float]) -> str:
+    if not diffs:
+        return "-"
+    s = summarize(diffs)
+    ci = "" if s["ci95"] is None else \
+        f" [{s['mean'] - s['ci95']:+.2f}, {s['mean'] + s['ci95']:+.2f}]"
+    return f"{s['mean']:+.2f}{ci}"
+
+
 def summary(teacher: Path, runs: Path) -> str:
     bench = (_json(runs / "bench.json") or {}).get("rows", [])
     t_f1, t_speed = _f1(_json(teacher / "metrics.json")), _speed(teacher, bench)
     out = [f"Teacher {teacher}: test F1 {_cell(t_f1)}, {_cell(t_speed, '.1f')} sentences/s.",
-           "", "| student | distilled F1 | plain F1 | gap to teacher | sentences/s | x teacher "
-           "| teacher labeling (sentences/s) | distillation work (s) | goal |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "", "| student | seeds | distilled F1 | plain F1 | distilled minus plain, by seed "
+           "| gap to teacher | sentences/s | x teacher | teacher labeling (sentences/s) "
+           "| distillation work (s) | goal |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     unmasked = []
-    for folder in sorted(runs.glob("*-distilled")):
-        name = folder.name.removesuffix("-distilled")
-        if speed_assumed(_setting(folder), bench):
+    for name, kinds in sorted(_folders(runs).items()):
+        first = next(iter(kinds["distilled"].values()))
+        metrics = {seed: _json(f / "metrics.json") for seed, f in kinds["distilled"].items()}
+        distilled = {seed: f1 for seed, m in metrics.items() if (f1 := _f1(m)) is not None}
+        plain = {seed: f1 for seed, f in kinds["plain"].items()
+                 if (f1 := _f1(_json(f / "metrics.json"))) is not None}
+        d_mean = summarize(distilled.values())["mean"]
+        speed = _speed(first, bench)
+        if speed is not None and speed_assumed(_setting(first), bench):
             unmasked.append(name)
-        metrics = _json(folder / "metrics.json")
-        d_f1, p_f1 = _f1(metrics), _f1(_json(runs / f"{name}-plain" / "metrics.json"))
-        speed = _speed(folder, bench)
-        gap = None if d_f1 is None or t_f1 is None else t_f1 - d_f1
+        gap = None if d_mean is None or t_f1 is None else t_f1 - d_mean
         ratio = None if speed is None or not t_speed else speed / t_speed
-        figures = (metrics or {}).get("distill") or {}
+        labeling = [x for m in metrics.values()
+                    if (x := ((m or {}).get("distill") or {}).get("teacher_sentences_per_second"))]
+        work = [x for m in metrics.values()
+                if (x := ((m or {}).get("distill") or {}).get("work_seconds"))]
         goal = "-" if gap is None or ratio is None else \
             "yes" if gap <= GOAL_GAP and ratio >= GOAL_SPEEDUP else "no"
-        out.append(f"| {name} | {_cell(d_f1)} | {_cell(p_f1)} | {_cell(gap)} | "
+        both = sorted(set(distilled) & set(plain))
+        out.append(f"| {name} | {len(distilled)} | {_mean_cell(list(distilled.values()))} | "
+                   f"{_mean_cell(list(plain.values()))} | "
+                   f"{_diff_cell([distilled[k] - plain[k] for k in both])} | {_cell(gap)} | "
                    f"{_cell(speed, '.1f')} | {_cell(ratio, '.1f')} | "
-                   f"{_cell(figures.get('teacher_sentences_per_second'), '.1f')} | "
-                   f"{_cell(figures.get('work_seconds'), '.0f')} | {goal} |")
+                   f"{_cell(summarize(labeling)['mean'], '.1f')} | "
+                   f"{_cell(summarize(work)['mean'], '.0f')} | {goal} |")
     if unmasked:
         out += ["", f"Not timed unmasked ({', '.join(unmasked)}): the sentences/s is that of "
                 "the same model, r and exit layer without unmasking, an assumption (unmasking "

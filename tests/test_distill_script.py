@@ -245,10 +245,10 @@ def test_the_script_skips_resumes_shares_one_label_cache_and_summarises(stubbed)
     rows = [line for line in summary.splitlines() if line.startswith("| ") and
             not line.startswith(("| student", "|---"))]
     assert rows == [
-        "| gemma-r0-full | 90.00 | 86.00 | 1.25 | 111.0 | 6.0 | 20.0 | 100 | yes |",
-        "| gemma-r1-L6 | 88.00 | 87.00 | 3.25 | 37.0 | 2.0 | 20.0 | 100 | no |",
-        "| minilm | 89.00 | 85.54 | 2.25 | 170.9 | 9.2 | 20.0 | 100 | no |",
-        "| mpnet | 90.50 | 88.00 | 0.75 | 40.0 | 2.2 | 20.0 | 100 | no |"]
+        "| gemma-r0-full | 1 | 90.00 | 86.00 | +4.00 | 1.25 | 111.0 | 6.0 | 20.0 | 100 | yes |",
+        "| gemma-r1-L6 | 1 | 88.00 | 87.00 | +1.00 | 3.25 | 37.0 | 2.0 | 20.0 | 100 | no |",
+        "| minilm | 1 | 89.00 | 85.54 | +3.46 | 2.25 | 170.9 | 9.2 | 20.0 | 100 | no |",
+        "| mpnet | 1 | 90.50 | 88.00 | +2.50 | 0.75 | 40.0 | 2.2 | 20.0 | 100 | no |"]
     assert ("Not timed unmasked (gemma-r0-full): the sentences/s is that of the same model, "
             "r and exit layer without unmasking") in summary
     # a finished bench is not run again
@@ -270,3 +270,33 @@ def test_a_given_teacher_is_used_and_bad_steps_are_refused(stubbed, tmp_path: Pa
     assert [c[:2] for c in _calls(env)] == [["distill", str(given)], ["train", "--model"]]
     unknown = _run(script, env, "train")
     assert unknown.returncode == 2 and "unknown step train" in unknown.stderr
+
+
+def test_seeds_run_beside_the_default_and_the_summary_pairs_them(stubbed) -> None:
+    """SEEDS="7 8": each student also at seeds 7 and 8, into -s7 / -s8 folders with --seed;
+    the summary averages a student's seeds and pairs distilled with plain by seed."""
+    env, script = stubbed
+    runs = Path(env["RUNS"])
+    f1 = {**F1, "gemma-r0-full-distilled-s7": 0.91, "gemma-r0-full-distilled-s8": 0.89,
+          "gemma-r0-full-plain-s7": 0.865, "gemma-r0-full-plain-s8": 0.87}
+    done = _run(script, env, "teacher", "students", "bench", "report", ONLY="gemma-r0-full",
+                SEEDS="7 8", STUB_F1=json.dumps(f1))
+    assert done.returncode == 0, done.stderr
+    calls = _calls(env)
+    students = [(c[c.index("--output") + 1], c[c.index("--seed") + 1] if "--seed" in c
+                 else None) for c in calls if c[0] in ("train", "distill")][1:]
+    assert students == [
+        (str(runs / "gemma-r0-full-distilled"), None), (str(runs / "gemma-r0-full-plain"), None),
+        (str(runs / "gemma-r0-full-distilled-s7"), "7"),
+        (str(runs / "gemma-r0-full-plain-s7"), "7"),
+        (str(runs / "gemma-r0-full-distilled-s8"), "8"),
+        (str(runs / "gemma-r0-full-plain-s8"), "8")]
+    report = next(c for c in calls if c[0] == "report")
+    assert sum(Path(p).name.startswith("gemma-r0-full") for p in report) == 6
+    # by hand: distilled 90, 91, 89 (mean 90, sd 1); plain 86, 86.5, 87 (mean 86.5, sd 0.5);
+    # differences 4, 4.5, 2: mean 3.5, sd sqrt(3.5 / 2) = 1.3229, 95 % CI half-width
+    # t(0.975, 2) 4.3027 x 1.3229 / sqrt(3) = 3.2862; gap 91.25 - 90 = 1.25; 111 / 18.5 = 6.0
+    row = next(line for line in (runs / "summary.md").read_text().splitlines()
+               if line.startswith("| gemma-r0-full"))
+    assert row == ("| gemma-r0-full | 3 | 90.00 ± 1.00 | 86.50 ± 0.50 | +3.50 [+0.21, +6.79] | "
+                   "1.25 | 111.0 | 6.0 | 20.0 | 100 | yes |")
