@@ -39,6 +39,7 @@ from seqrep.lab.bench_rows import (  # noqa: F401 - the rows' jobs, importable f
     matmul_ceiling,
     matmul_gflops,
 )
+from seqrep.lab.cells import unmask_of
 from seqrep.lab.tables import bench_markdown  # noqa: F401 - its home before
 from seqrep.model.device import cpu_features
 from seqrep.model.labeler_config import UNMASK_NAMES as UNMASKS
@@ -243,7 +244,7 @@ def context_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _causal(row: dict[str, Any]) -> bool:
     """A row without unmasking (rows stored before bench timed unmasking have none)."""
-    return (row.get("unmask") or "none") == "none"
+    return unmask_of(row) == "none"
 
 
 def unmask_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

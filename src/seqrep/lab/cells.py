@@ -9,6 +9,11 @@ from typing import Any
 from seqrep.contexts import context_of
 
 
+def unmask_of(row: dict[str, Any]) -> str:
+    """A row's unmasking (a run or a bench row): records from before the field are causal."""
+    return row.get("unmask") or "none"
+
+
 def layer_cell(row: dict[str, Any]) -> str:
     """A row's exit layer as a table shows it: ``20``, ``11 (auto)`` or ``all``."""
     if row.get("auto_exit"):

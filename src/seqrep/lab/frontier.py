@@ -18,7 +18,15 @@ from typing import Any
 
 from seqrep.config import LabelerConfig
 from seqrep.contexts import context_of
-from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_cell, save_figure
+from seqrep.lab.cells import (
+    budget,
+    context_cell,
+    has_document,
+    layer_cell,
+    lr_cell,
+    save_figure,
+    unmask_of,
+)
 from seqrep.lab.stats import PROBE
 
 DEFAULT_MODE = LabelerConfig.finetune  # a label names the fine-tuning mode unless it is this
@@ -41,7 +49,7 @@ def _matches(b: dict[str, Any], row: dict[str, Any], unmask: str) -> bool:
     if b["mode"] == "encoder":
         return True
     return (b["mode"] == "cut" and b["repetitions"] == row["r"]
-            and b["exit_layer"] == row["exit_layer"] and (b.get("unmask") or "none") == unmask)
+            and b["exit_layer"] == row["exit_layer"] and unmask_of(b) == unmask)
 
 
 def _window(row: dict[str, Any]) -> int:
@@ -55,7 +63,7 @@ def bench_speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | Non
     name, ``r``, ``exit_layer``, ``context``, ``unmask``): its encoder row, or its cut's (an
     unmasked setting's own row where the bench timed it, ``--unmask``, else the causal row's:
     see :func:`speed_assumed`); None if none."""
-    unmask = row.get("unmask") or "none"
+    unmask = unmask_of(row)
     for want in dict.fromkeys((unmask, "none")):
         for b in bench:
             if _matches(b, row, want):
@@ -66,7 +74,7 @@ def bench_speed(row: dict[str, Any], bench: list[dict[str, Any]]) -> float | Non
 def speed_assumed(row: dict[str, Any], bench: list[dict[str, Any]]) -> bool:
     """Whether an unmasked setting stands at its causal row's speed because ``bench`` did not
     time it unmasked."""
-    unmask = row.get("unmask") or "none"
+    unmask = unmask_of(row)
     return unmask != "none" and not any(_matches(b, row, unmask) for b in bench)
 
 
@@ -160,7 +168,7 @@ def frontier_markdown(points: list[dict[str, Any]]) -> str:
 
 def _mode(p: dict[str, Any]) -> str:
     """The mode cell: the fine-tuning (and teacher), and the unmasking where there is one."""
-    unmask = p.get("unmask") or "none"
+    unmask = unmask_of(p)
     return p["finetune"] if unmask == "none" else f"{p['finetune']}, unmask {unmask}"
 
 

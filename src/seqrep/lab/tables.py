@@ -7,7 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from seqrep.contexts import DOCUMENT, context_of
-from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_cell
+from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_cell, unmask_of
 from seqrep.lab.stats import PROBE
 
 
@@ -121,7 +121,7 @@ def bench_markdown(data: dict[str, Any]) -> str:
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for b in data.get("rows", []):
         context = context_of(b.get("context"))
-        unmask = b.get("unmask") or "none"
+        unmask = unmask_of(b)
         mode = b["mode"] + (f", {context.name}" if context.documents else "") \
             + ("" if unmask == "none" else f", unmask {unmask}")
         out.append(f"| {b['model']} | {mode} | {b.get('precision') or 'fp32'} | "
