@@ -18,6 +18,7 @@ from typing import Any
 
 from seqrep.lab.frontier import bench_speed, speed_assumed
 from seqrep.lab.stats import summarize
+from seqrep.train.teacher_cache import teacher_key
 
 GOAL_GAP, GOAL_SPEEDUP = 1.5, 5.0  # the issue's goal: within 1.5 F1 at 5x the speed or more
 FOLDER = re.compile(r"(?P<name>.+)-(?P<kind>distilled|plain)(?:-s(?P<seed>\d+))?")
@@ -77,7 +78,29 @@ def _diff_cell(diffs: list[float]) -> str:
     return f"{s['mean']:+.2f}{ci}"
 
 
+def _one_teacher_model(teacher: Path, runs: Path) -> None:
+    """Every distilled student here learned from one model: the teacher key each run.json
+    keeps (runs made before keys were kept have none) is the same, and the model in the
+    teacher's folder now (where it holds one) is that one; else ValueError naming a folder."""
+    first: tuple[str, str] | None = None
+    if (teacher / "best" / "config.json").is_file():
+        first = (teacher_key(teacher), f"the model now in {teacher}")
+    for kinds in _folders(runs).values():
+        for folder in kinds["distilled"].values():
+            key = ((_json(folder / "run.json") or {}).get("distill") or {}).get("teacher_key")
+            if key is None:
+                continue
+            if first is None:
+                first = (key, str(folder))
+            elif key != first[0]:
+                raise ValueError(f"{folder}: distilled from another teacher model (key "
+                                 f"{key[:8]}) than {first[1]} ({first[0][:8]}); expected "
+                                 f"one teacher's students in {runs}, so keep each teacher's "
+                                 f"in a folder of its own")
+
+
 def summary(teacher: Path, runs: Path) -> str:
+    _one_teacher_model(teacher, runs)
     bench = (_json(runs / "bench.json") or {}).get("rows", [])
     t_f1, t_speed = _f1(_json(teacher / "metrics.json")), _speed(teacher, bench)
     out = [f"Teacher {teacher}: test F1 {_cell(t_f1)}, {_cell(t_speed, '.1f')} sentences/s.",
@@ -121,4 +144,8 @@ def summary(teacher: Path, runs: Path) -> str:
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit("usage: python scripts/distill_summary.py TEACHER_RUN RUNS")
-    print(summary(Path(sys.argv[1]), Path(sys.argv[2])), end="")
+    try:
+        print(summary(Path(sys.argv[1]), Path(sys.argv[2])), end="")
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)

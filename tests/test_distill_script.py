@@ -300,3 +300,27 @@ def test_seeds_run_beside_the_default_and_the_summary_pairs_them(stubbed) -> Non
                if line.startswith("| gemma-r0-full"))
     assert row == ("| gemma-r0-full | 3 | 90.00 ± 1.00 | 86.50 ± 0.50 | +3.50 [+0.21, +6.79] | "
                    "1.25 | 111.0 | 6.0 | 20.0 | 100 | yes |")
+
+
+def test_the_summary_refuses_students_of_two_teacher_models(tmp_path: Path) -> None:
+    """A teacher retrained into its folder between two students: their teacher keys differ,
+    and the summary says which folder, exit 2, rather than average them as seeds of one."""
+    teacher, runs = tmp_path / "teacher", tmp_path / "runs"
+    teacher.mkdir()
+    (teacher / "metrics.json").write_text(json.dumps({"test": {"f1": 0.92}}))
+    for name, key in (("r0-distilled", "aaaa1111"), ("r0-distilled-s1", None),
+                      ("r0-distilled-s2", "bbbb2222"), ("r0-plain", None)):
+        (runs / name).mkdir(parents=True)
+        d = {} if key is None else {"teacher_key": key}
+        (runs / name / "run.json").write_text(json.dumps({"labeler": {"model": "m"},
+                                                          "distill": d}))
+        (runs / name / "metrics.json").write_text(json.dumps({"test": {"f1": 0.9}}))
+    cmd = [sys.executable, str(ROOT / "scripts" / "distill_summary.py"), str(teacher), str(runs)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    mixed = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert mixed.returncode == 2 and mixed.stdout == ""
+    assert "r0-distilled-s2" in mixed.stderr and len(mixed.stderr.strip().splitlines()) == 1
+    shutil.rmtree(runs / "r0-distilled-s2")
+    one = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert one.returncode == 0, one.stderr
+    assert "| r0 | 2 | 90.00 ± 0.00 |" in one.stdout

@@ -352,3 +352,59 @@ def test_a_cache_chunk_of_other_sentences_is_labeled_again(tmp_path: Path) -> No
     (again,), speed = label_cache(load, [("ccc", "d")], tmp_path, 3, quiet=True)
     assert len(loads) == 2 and speed["teacher_labeled_sentences"] == 0
     assert torch.allclose(again, torch.tensor(want), atol=1e-6)
+
+
+def test_the_record_names_the_teacher_model_not_only_its_folder(tiny, teacher, handful,
+                                                                 tmp_path: Path) -> None:
+    """A teacher retrained into the same folder is another teacher: a student's run.json
+    keeps an identity of the teacher's model that a copy keeps and a retraining changes, so
+    the report never pools the students of two teachers as seeds of one."""
+    import os
+    import shutil
+
+    copy = tmp_path / "teacher"
+    shutil.copytree(teacher, copy)  # copied with its files' times: the same model
+
+    def key_of(t: Path, name: str) -> str:
+        out = tmp_path / name
+        distill(t, student(tiny), fit(handful, max_steps=1), out, quiet=True)
+        return json.loads((out / "run.json").read_text())["distill"]["teacher_key"]
+
+    first, copied = key_of(teacher, "a"), key_of(copy, "b")
+    weights = next(p for p in (copy / "best").rglob("*.safetensors"))
+    st = weights.stat()
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # as a retraining writes
+    retrained = key_of(copy, "c")
+    assert first == copied and isinstance(first, str) and len(first) >= 8
+    assert retrained != first
+
+
+def test_report_keeps_students_of_two_teacher_models_apart(tmp_path: Path) -> None:
+    """Two seeds of one student setting, one teacher folder: pooled when the teacher model is
+    one (same key, or records made before keys were kept), two rows when it was retrained."""
+    from seqrep.lab.results import read_sources
+    from seqrep.lab.stats import group
+
+    labeler = {"model": "/m/qwen2-4", "repetitions": 0, "unmask": "full", "exit_layer": 3,
+               "finetune": "full"}
+
+    def rows(*keys: str | None) -> list[tuple[str, int]]:
+        folders = []
+        for seed, key in enumerate(keys, 1):
+            folder = tmp_path / f"{'-'.join(map(str, keys))}-s{seed}"
+            folder.mkdir()
+            d = {"teacher": "/runs/big-teacher", "temperature": 2.0, "gold_weight": 0.5}
+            if key is not None:
+                d["teacher_key"] = key
+            (folder / "run.json").write_text(json.dumps({"labeler": labeler, "distill": d,
+                "train": {"dataset": "/d/train.txt", "epochs": 1, "seed": seed}}))
+            (folder / "metrics.json").write_text(json.dumps(
+                {"status": "finished", "validation": {"f1": 0.5}, "train_sentences": 9,
+                 "test": {"f1": 0.5, "sentences": 8}}))
+            folders.append(folder)
+        return sorted((r["finetune"], r["test_f1"]["n"]) for r in group(read_sources(folders)))
+
+    assert rows(None, None) == [("full, distilled from big-teacher", 2)]
+    assert rows("ab12cd34ef", "ab12cd34ef") == [("full, distilled from big-teacher ab12cd34", 2)]
+    assert rows("ab12cd34ef", "99ff00aa11") == [("full, distilled from big-teacher 99ff00aa", 1),
+                                               ("full, distilled from big-teacher ab12cd34", 1)]

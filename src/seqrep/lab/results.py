@@ -218,6 +218,8 @@ def run_record(folder: str | Path) -> dict[str, Any]:
         config["distill"] = {k: run["distill"].get(k)  # plainly trained runs
                              for k in ("teacher", "temperature", "gold_weight", "unlabeled",
                                        "unlabeled_sentences")}
+        if run["distill"].get("teacher_key"):  # the teacher's model; older records lack it
+            config["distill"]["teacher_key"] = run["distill"]["teacher_key"]
     record = {"run_id": config_hash(config), "name": folder.name, "config": config,
               "metrics": metrics, "source": str(folder)}
     problem = record_problem(record)

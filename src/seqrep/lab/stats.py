@@ -99,12 +99,15 @@ def _gold_sentences(record: dict[str, Any]) -> Any:
 def _finetune(lab: dict[str, Any], distill: Any = None) -> str:
     """The fine-tuning cell: ``full``, ``lora``, ``frozen``, or ``full, 10 frozen`` when the
     lowest layers were frozen (``frozen_layers``), so such a run never reads as plain ``full``;
-    a distilled student adds ``distilled from RUN`` (its teacher's run folder) and the
+    a distilled student adds ``distilled from RUN KEY`` (its teacher's run folder and the
+    first digits of the teacher model's key, where recorded) and the
     unlabeled sentences it trained on (``+N unlabeled``)."""
     n = lab.get("frozen_layers") or 0
     cell = f"{lab['finetune']}, {n} frozen" if n else lab["finetune"]
     if isinstance(distill, dict) and isinstance(distill.get("teacher"), str):
         cell += f", distilled from {Path(distill['teacher']).name}"
+        if isinstance(distill.get("teacher_key"), str):  # which model that folder held
+            cell += f" {distill['teacher_key'][:8]}"
         if _unlabeled(distill):
             cell += f", +{_unlabeled(distill)} unlabeled"
     return cell

@@ -41,7 +41,7 @@ from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.errors import ConfigError, DataError, SeqrepError, first_line
 from seqrep.fileio import write_json
 from seqrep.train.loop import soft_cross_entropy
-from seqrep.train.teacher_cache import CACHE, CHUNK, label_cache, teacher_logp
+from seqrep.train.teacher_cache import CACHE, CHUNK, label_cache, teacher_key, teacher_logp
 
 __all__ = ["CACHE", "CHUNK", "Distillation", "SoftTargets", "distill", "label_cache",
            "read_unlabeled", "teacher_config"]
@@ -270,7 +270,8 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
                        train_config, reader_options, cache)
     logp, speed = teacher_logp(teacher, tcfg, train_config, words, data, extra, cache, chunk,
                                quiet)
-    record = {"teacher": str(teacher), "teacher_model": tcfg.model,
+    record = {"teacher": str(teacher), "teacher_key": teacher_key(teacher),
+              "teacher_model": tcfg.model,
               "teacher_context": tcfg.context,
               "teacher_dataset": teacher_run["train"].get("dataset"),
               "temperature": temperature, "gold_weight": gold_weight,
