@@ -113,7 +113,7 @@ def test_a_document_row_records_its_window_and_is_cut_by_it(tiny) -> None:
 @pytest.mark.parametrize("tokens", [0, -4])
 def test_a_window_of_no_subtokens_is_refused(tokens: int) -> None:
     with pytest.raises(ConfigError, match=f"--context-tokens {tokens}: expected a positive"):
-        BenchConfig(context=("document",), context_tokens=tokens)
+        BenchConfig(context=("document",), context_tokens=(64, tokens))
 
 
 def test_an_unknown_context_is_refused() -> None:
@@ -191,13 +191,13 @@ def test_document_contexts_are_timed_on_pytorch_rows_only() -> None:
                       precisions=("fp32", "onnx"), baseline=True,
                       context=("sentence", "document-focus"))
     assert bench_jobs(cfg) == [
-        ("m", 1, 3, "cut", "fp32", "sentence", "none"),
-        ("m", 1, 3, "cut", "fp32", "document-focus", "none"),
-        ("m", 1, 3, "cut", "onnx", "sentence", "none"),
-        ("m", 1, 3, "full_hidden_states", "fp32", "sentence", "none"),
-        ("e", 0, None, "encoder", "fp32", "sentence", "none"),
-        ("e", 0, None, "encoder", "fp32", "document-focus", "none"),
-        ("e", 0, None, "encoder", "onnx", "sentence", "none")]
+        ("m", 1, 3, "cut", "fp32", "sentence", "none", None),
+        ("m", 1, 3, "cut", "fp32", "document-focus", "none", 256),
+        ("m", 1, 3, "cut", "onnx", "sentence", "none", None),
+        ("m", 1, 3, "full_hidden_states", "fp32", "sentence", "none", None),
+        ("e", 0, None, "encoder", "fp32", "sentence", "none", None),
+        ("e", 0, None, "encoder", "fp32", "document-focus", "none", 256),
+        ("e", 0, None, "encoder", "onnx", "sentence", "none", None)]
 
 
 def test_unmasked_cuts_are_timed_beside_the_causal_ones_on_pytorch() -> None:
@@ -205,13 +205,13 @@ def test_unmasked_cuts_are_timed_beside_the_causal_ones_on_pytorch() -> None:
                       precisions=("fp32", "bf16", "onnx"), baseline=False,
                       unmask=("none", "full"))
     assert bench_jobs(cfg) == [
-        ("m", 0, 3, "cut", "fp32", "sentence", "none"),
-        ("m", 0, 3, "cut", "fp32", "sentence", "full"),
-        ("m", 0, 3, "cut", "bf16", "sentence", "none"),
-        ("m", 0, 3, "cut", "bf16", "sentence", "full"),
-        ("m", 0, 3, "cut", "onnx", "sentence", "none"),
-        ("e", 0, None, "encoder", "fp32", "sentence", "none"),
-        ("e", 0, None, "encoder", "onnx", "sentence", "none")]
+        ("m", 0, 3, "cut", "fp32", "sentence", "none", None),
+        ("m", 0, 3, "cut", "fp32", "sentence", "full", None),
+        ("m", 0, 3, "cut", "bf16", "sentence", "none", None),
+        ("m", 0, 3, "cut", "bf16", "sentence", "full", None),
+        ("m", 0, 3, "cut", "onnx", "sentence", "none", None),
+        ("e", 0, None, "encoder", "fp32", "sentence", "none", None),
+        ("e", 0, None, "encoder", "onnx", "sentence", "none", None)]
     with pytest.raises(ConfigError, match="--unmask 'none,1,2': expected a comma list of "
                                           "none, full, middle"):
         BenchConfig(unmask=("none", "1", "2"))
@@ -234,3 +234,48 @@ def test_unmask_ratios_and_the_speedups_of_causal_rows_on_hand_made_rows() -> No
                          "unmask_ratios": unmask_ratios(rows)})
     assert "| m | cut, unmask full | fp32 | 1 | 3 |" in md
     assert "| m | fp32 | sentence | 1 | 3 | full | 0.80 |" in md
+
+
+def test_each_window_asked_is_timed_on_the_document_rows_only() -> None:
+    """``--context-tokens 128,256``: every document row at each window, in one run (the
+    student's narrow window beside its teacher's wide one); sentence and ONNX rows once."""
+    cfg = BenchConfig(model="m", repetitions=(0,), exit_layers=(6,), encoder="e",
+                      precisions=("fp32", "onnx"), baseline=False,
+                      context=("sentence", "document"), unmask=("none", "full"),
+                      context_tokens=(128, 256))
+    assert bench_jobs(cfg) == [
+        ("m", 0, 6, "cut", "fp32", "sentence", "none", None),
+        ("m", 0, 6, "cut", "fp32", "sentence", "full", None),
+        ("m", 0, 6, "cut", "fp32", "document", "none", 128),
+        ("m", 0, 6, "cut", "fp32", "document", "none", 256),
+        ("m", 0, 6, "cut", "fp32", "document", "full", 128),
+        ("m", 0, 6, "cut", "fp32", "document", "full", 256),
+        ("m", 0, 6, "cut", "onnx", "sentence", "none", None),
+        ("e", 0, None, "encoder", "fp32", "sentence", "none", None),
+        ("e", 0, None, "encoder", "fp32", "document", "none", 128),
+        ("e", 0, None, "encoder", "fp32", "document", "none", 256),
+        ("e", 0, None, "encoder", "onnx", "sentence", "none", None)]
+
+
+def test_ratios_and_tables_keep_the_windows_apart() -> None:
+    def doc(seconds: float, tokens: int, window: int, unmask: str = "none") -> dict:
+        return dict(_row("cut", "document", seconds, tokens), context_tokens=window,
+                    unmask=unmask)
+
+    rows = [_row("cut", "sentence", 2.0, 1000), doc(4.0, 1300, 128), doc(5.0, 1550, 256),
+            doc(3.2, 1300, 128, "full"), doc(6.25, 1550, 256, "full")]
+    # 25 and 20 against 50 sentences/s; 1300 and 1550 against 1000 tokens
+    assert [(x["context_tokens"], x["speed_ratio"], x["token_ratio"])
+            for x in context_ratios(rows)] == [(128, 0.5, 1.3), (256, 0.4, 1.55)]
+    # each unmasked row against the causal row of its own window: 31.25 / 25, 16 / 20
+    assert [(x["context_tokens"], x["speed_ratio"]) for x in unmask_ratios(rows)] == [
+        (128, 1.25), (256, 0.8)]
+    md = bench_markdown({"rows": [dict(r, tokens_per_second=1, latency_ms=1,
+                                       padding_waste=0, flops_per_sentence=1,
+                                       peak_memory_mb=1) for r in rows],
+                         "context_ratios": context_ratios(rows),
+                         "unmask_ratios": unmask_ratios(rows)})
+    assert "| m | cut, document 128 | fp32 | 1 | 3 |" in md
+    assert "| m | cut, document 256, unmask full | fp32 | 1 | 3 |" in md
+    assert "| m | cut | fp32 | 1 | 3 | document 128 | 0.50 | 1.30 |" in md
+    assert "| m | fp32 | document 256 | 1 | 3 | full | 0.80 |" in md

@@ -88,9 +88,9 @@ class BenchConfig:
         f"{', '.join(CONTEXTS)} (rows of several sentences: windows of --context-tokens "
         f"subtokens of the split's documents; the first --sentences sentences, so the last "
         f"document may be cut)"))
-    context_tokens: int = _f(LabelerConfig.context_tokens, "with a document context: "
-                             "subtokens per copy of a document row, as the labeler timed "
-                             "was trained with")
+    context_tokens: tuple[int, ...] = _f((LabelerConfig.context_tokens,), (
+        "with a document context: comma list of windows, subtokens per copy of a document "
+        "row, as the labelers timed were trained with; every document row is timed at each"))
 
     def __post_init__(self) -> None:
         from seqrep.errors import ConfigError
@@ -98,9 +98,10 @@ class BenchConfig:
         if not self.context or any(c not in CONTEXTS for c in self.context):
             raise ConfigError(f"--context {','.join(self.context)!r}: expected a comma list "
                               f"of {', '.join(CONTEXTS)}")
-        if self.context_tokens < 1:
-            raise ConfigError(f"--context-tokens {self.context_tokens}: expected a positive "
-                              f"number of subtokens")
+        for tokens in self.context_tokens or (0,):
+            if tokens < 1:
+                raise ConfigError(f"--context-tokens {tokens}: expected a positive number "
+                                  f"of subtokens (a comma list of them)")
         if not self.unmask or any(u not in UNMASKS for u in self.unmask):
             raise ConfigError(f"--unmask {','.join(self.unmask)!r}: expected a comma list of "
                               f"{', '.join(UNMASKS)}")
@@ -161,7 +162,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     rows = []
     scratch = tempfile.TemporaryDirectory(prefix="seqrep-bench-")  # the ONNX exports
     models: dict[str, int] = {}  # an export folder per model (the decoder, each encoder)
-    for model, r, layer, mode, precision, context, unmask in jobs:
+    for model, r, layer, mode, precision, context, unmask, window in jobs:
         exported = None
         onnx = _onnx(precision)
         if onnx is not None:
@@ -175,9 +176,10 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
                               cfg.latency_sentences, mode, cfg.threads, cfg.repeats,
                               precision, exported,
                               context_of(context).docs(docs), device, context,
-                              unmask, cfg.context_tokens).result()
+                              unmask, window).result()
         rows.append(row)
-        echo(f"{mode:>18} {precision} {context} {model} r={r} L={layer}"
+        echo(f"{mode:>18} {precision} {context}{'' if window is None else f' {window}'} "
+             f"{model} r={r} L={layer}"
              f"{'' if unmask == 'none' else ' unmask=' + unmask}: "
              f"{row['sentences_per_second']} "
              f"sent/s, {row['latency_ms']} ms/sent, waste {row['padding_waste']:.1%}")
@@ -194,21 +196,29 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
             "context_ratios": context_ratios(rows), "unmask_ratios": unmask_ratios(rows)}
 
 
-def bench_jobs(cfg: BenchConfig) -> list[tuple[str, int, int | None, str, str, str, str]]:
+Job = tuple[str, int, int | None, str, str, str, str, int | None]
+
+
+def bench_jobs(cfg: BenchConfig) -> list[Job]:
     """The rows a bench run measures, in order: ``(model, r, exit layer, mode, precision,
-    context, unmask)``. The cut model at every precision, r, layer, context and unmasking;
-    the full forward (``--baseline``) in fp32 at sentence level; each encoder in PyTorch fp32
-    and the run's ONNX runtimes. Document contexts and unmasking run on PyTorch rows only."""
-    jobs = [(cfg.model, r, layer, "cut", p, c, u) for p in cfg.precisions
+    context, unmask, window)``. The cut model at every precision, r, layer, context and
+    unmasking; the full forward (``--baseline``) in fp32 at sentence level; each encoder in
+    PyTorch fp32 and the run's ONNX runtimes. Document contexts and unmasking run on PyTorch
+    rows only, a document context at each window (``--context-tokens``; None: sentences)."""
+    def windows(context: str) -> tuple[int | None, ...]:
+        return cfg.context_tokens if context_of(context).documents else (None,)
+
+    jobs = [(cfg.model, r, layer, "cut", p, c, u, w) for p in cfg.precisions
             for r in cfg.repetitions for layer in cfg.exit_layers for c in cfg.context
-            for u in cfg.unmask if _timed(p, c, u)]
+            for u in cfg.unmask if _timed(p, c, u) for w in windows(c)]
     if cfg.baseline:
-        jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32", SENTENCE.name, "none")
-                 for r in cfg.repetitions for layer in cfg.exit_layers if layer is not None]
-    jobs += [(name.strip(), 0, None, "encoder", p, c, "none")
+        jobs += [(cfg.model, r, layer, "full_hidden_states", "fp32", SENTENCE.name, "none",
+                  None) for r in cfg.repetitions for layer in cfg.exit_layers
+                 if layer is not None]
+    jobs += [(name.strip(), 0, None, "encoder", p, c, "none", w)
              for name in (cfg.encoder or "").split(",") if name.strip()
              for p in ("fp32", *filter(_onnx, cfg.precisions)) for c in cfg.context
-             if _timed(p, c)]
+             if _timed(p, c) for w in windows(c)]
     return jobs
 
 
@@ -234,12 +244,18 @@ def context_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if not context_of(r.get("context")).documents or base is None:
             continue
         out.append({"model": r["model"], "mode": r["mode"], "context": r["context"],
-                    "precision": r.get("precision") or "fp32", "repetitions": r["repetitions"],
-                    "exit_layer": r["exit_layer"],
+                    **_window(r), "precision": r.get("precision") or "fp32",
+                    "repetitions": r["repetitions"], "exit_layer": r["exit_layer"],
                     "speed_ratio": round(r["sentences_per_second"]
                                          / base["sentences_per_second"], 3),
                     "token_ratio": round(r["tokens"] / base["tokens"], 3)})
     return out
+
+
+def _window(row: dict[str, Any]) -> dict[str, Any]:
+    """A document row's window as a ratio repeats it (rows stored before bench recorded
+    windows have none)."""
+    return {"context_tokens": row["context_tokens"]} if row.get("context_tokens") else {}
 
 
 def _causal(row: dict[str, Any]) -> bool:
@@ -252,7 +268,7 @@ def unmask_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     unmasked row's sentences/s against the causal row's."""
     def key(r: dict[str, Any]) -> tuple:
         return (r["model"], r.get("precision") or "fp32", context_of(r.get("context")).name,
-                r["repetitions"], r["exit_layer"])
+                r.get("context_tokens"), r["repetitions"], r["exit_layer"])
 
     causal = {key(r): r for r in rows if r["mode"] == "cut" and _causal(r)}
     out = []
@@ -261,7 +277,8 @@ def unmask_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if r["mode"] != "cut" or _causal(r) or base is None:
             continue
         out.append({"model": r["model"], "precision": r.get("precision") or "fp32",
-                    "context": context_of(r.get("context")).name, "unmask": r["unmask"],
+                    "context": context_of(r.get("context")).name, **_window(r),
+                    "unmask": r["unmask"],
                     "repetitions": r["repetitions"], "exit_layer": r["exit_layer"],
                     "speed_ratio": round(r["sentences_per_second"]
                                          / base["sentences_per_second"], 3)})

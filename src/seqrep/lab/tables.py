@@ -100,6 +100,13 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _context(ratio: dict[str, Any]) -> str:
+    """A bench ratio's context: ``document 128`` where it recorded its window, else the name
+    (records from before the focus layout name none: they are document)."""
+    name = ratio.get("context", DOCUMENT.name)
+    return f"{name} {ratio['context_tokens']}" if ratio.get("context_tokens") else name
+
+
 def bench_markdown(data: dict[str, Any]) -> str:
     """The rows of a ``seqrep bench`` JSON file as a Markdown table, with the speed-ups."""
     cfg = data.get("config", {})
@@ -122,7 +129,8 @@ def bench_markdown(data: dict[str, Any]) -> str:
     for b in data.get("rows", []):
         context = context_of(b.get("context"))
         unmask = unmask_of(b)
-        mode = b["mode"] + (f", {context.name}" if context.documents else "") \
+        window = f" {b['context_tokens']}" if b.get("context_tokens") else ""
+        mode = b["mode"] + (f", {context.name}{window}" if context.documents else "") \
             + ("" if unmask == "none" else f", unmask {unmask}")
         out.append(f"| {b['model']} | {mode} | {b.get('precision') or 'fp32'} | "
                    f"{b['repetitions']} | {b['exit_layer'] or 'all'} | {b['layers_computed']} | "
@@ -147,7 +155,8 @@ def bench_markdown(data: dict[str, Any]) -> str:
     ratios = data.get("context_ratios", [])
     # a column for the context once a bench measured more than one with documents (records
     # from before the focus layout name none: they are document)
-    named = any(x.get("context", DOCUMENT.name) != DOCUMENT.name for x in ratios)
+    named = any(x.get("context", DOCUMENT.name) != DOCUMENT.name or x.get("context_tokens")
+                for x in ratios)
     if ratios:
         out += ["", "| model | mode | precision | r | exit layer |" + " context |" * named
                 + f" {'context' if named else 'document'} / sentence sent/s "
@@ -156,12 +165,12 @@ def bench_markdown(data: dict[str, Any]) -> str:
     for x in ratios:
         out.append(f"| {x['model']} | {x['mode']} | {x['precision']} | {x['repetitions']} | "
                    f"{x['exit_layer'] or 'all'} |"
-                   + f" {x.get('context', DOCUMENT.name)} |" * named
+                   + f" {_context(x)} |" * named
                    + f" {x['speed_ratio']:.2f} | {x['token_ratio']:.2f} |")
     if data.get("unmask_ratios"):
         out += ["", "| model | precision | context | r | exit layer | unmask "
                 "| unmasked / causal sent/s |", "|---|---|---|---|---|---|---|"]
     for x in data.get("unmask_ratios", []):
-        out.append(f"| {x['model']} | {x['precision']} | {x['context']} | {x['repetitions']} "
+        out.append(f"| {x['model']} | {x['precision']} | {_context(x)} | {x['repetitions']} "
                    f"| {x['exit_layer'] or 'all'} | {x['unmask']} | {x['speed_ratio']:.2f} |")
     return "\n".join(out) + "\n"
