@@ -279,3 +279,24 @@ def test_ratios_and_tables_keep_the_windows_apart() -> None:
     assert "| m | cut, document 256, unmask full | fp32 | 1 | 3 |" in md
     assert "| m | cut | fp32 | 1 | 3 | document 128 | 0.50 | 1.30 |" in md
     assert "| m | fp32 | document 256 | 1 | 3 | full | 0.80 |" in md
+
+
+def test_run_bench_times_each_window_it_is_asked(tiny, tmp_path: Path, monkeypatch) -> None:
+    """Each document row runs at its own window: the narrow row records 8 and, its windows
+    overlapping by half, reads more tokens than the 256-subtoken row of the same run."""
+    from support import write_corpus
+
+    from seqrep.lab import bench
+
+    monkeypatch.setattr(bench, "ProcessPoolExecutor", _InProcess)
+    data = write_corpus(tmp_path / "test.txt", 8)
+    blocks = data.read_text(encoding="utf-8").strip().split("\n\n")
+    data.write_text("-DOCSTART- O\n\n" + "\n\n".join(blocks) + "\n", encoding="utf-8")
+    cfg = BenchConfig(model=tiny("llama", 4), repetitions=(0,), exit_layers=(3,),
+                      dataset=str(data), split="train", sentences=8, batch_size=4, repeats=1,
+                      latency_sentences=1, encoder="", baseline=False, threads=1,
+                      context=("sentence", "document"), context_tokens=(8, 256))
+    rows = bench.run_bench(cfg, echo=lambda *_: None)["rows"]
+    assert [(r["context"], r.get("context_tokens")) for r in rows] == [
+        ("sentence", None), ("document", 8), ("document", 256)]
+    assert rows[1]["tokens"] > rows[2]["tokens"]
