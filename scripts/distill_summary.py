@@ -29,11 +29,12 @@ def _json(path: Path) -> dict[str, Any] | None:
 
 
 def _setting(run: Path) -> dict[str, Any]:
-    """A run's model, r, exit layer, context and unmasking, as the frontier matches them."""
+    """A run's model, r, exit layer, context (and its window) and unmasking, as the frontier
+    matches them."""
     lab = (_json(run / "run.json") or {}).get("labeler", {})
     return {"model": Path(str(lab.get("model"))).name, "r": lab.get("repetitions"),
             "exit_layer": lab.get("exit_layer"), "context": lab.get("context") or "sentence",
-            "unmask": lab.get("unmask") or "none"}
+            "context_tokens": lab.get("context_tokens"), "unmask": lab.get("unmask") or "none"}
 
 
 def _speed(run: Path, bench: list[dict[str, Any]]) -> float | None:

@@ -324,3 +324,39 @@ def test_the_summary_refuses_students_of_two_teacher_models(tmp_path: Path) -> N
     one = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert one.returncode == 0, one.stderr
     assert "| r0 | 2 | 90.00 ± 0.00 |" in one.stdout
+
+
+def test_a_document_student_takes_the_speed_of_its_own_window(tmp_path: Path) -> None:
+    """A student reading 128-subtoken document windows: no speed from a bench that timed only
+    256-subtoken rows, and the 128 row's speed where the bench timed one (by hand:
+    60 / 12 = 5.0 times the teacher)."""
+    teacher, runs = tmp_path / "teacher", tmp_path / "runs"
+    teacher.mkdir()
+    (teacher / "run.json").write_text(json.dumps({"labeler": {
+        "model": "/m/g", "repetitions": 1, "exit_layer": 11, "unmask": "none",
+        "context": "document", "context_tokens": 256}}))
+    (teacher / "metrics.json").write_text(json.dumps({"test": {"f1": 0.92}}))
+    for name in ("doc-distilled", "doc-plain"):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "run.json").write_text(json.dumps({"labeler": {
+            "model": "/m/g", "repetitions": 0, "exit_layer": 6, "unmask": "full",
+            "context": "document", "context_tokens": 128}, "distill": {}}))
+        (runs / name / "metrics.json").write_text(json.dumps({"test": {"f1": 0.91}}))
+
+    def row(r: int, layer: int, unmask: str, window: int, speed: float) -> dict:
+        return {"model": "g", "mode": "cut", "precision": "fp32", "repetitions": r,
+                "exit_layer": layer, "unmask": unmask, "context": "document",
+                "context_tokens": window, "sentences_per_second": speed}
+
+    cmd = [sys.executable, str(ROOT / "scripts" / "distill_summary.py"), str(teacher), str(runs)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    for rows, cells in (([row(1, 11, "none", 256, 12.0), row(0, 6, "full", 256, 48.0)],
+                         "| 1.00 | - | - |"),
+                        ([row(1, 11, "none", 256, 12.0), row(0, 6, "full", 256, 48.0),
+                          row(0, 6, "full", 128, 60.0), row(1, 11, "none", 128, 20.0)],
+                         "| 1.00 | 60.0 | 5.0 |")):
+        (runs / "bench.json").write_text(json.dumps({"rows": rows}))
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "Teacher" in done.stdout and "12.0 sentences/s" in done.stdout
+        assert f"| doc | 1 | 91.00 | 91.00 | +0.00 {cells}" in done.stdout
