@@ -26,7 +26,7 @@
 # allows the training text and licensed in-domain text only, never validation or test),
 # COMMON (options every training gets), BENCH_SENTENCES (1000). For a smoke test, STUDENTS,
 # TEACHER_MODEL, TEACHER_LAYER, BENCH_MODEL, BENCH_REPETITIONS, BENCH_LAYERS, BENCH_ENCODERS,
-# BENCH_DATASET, BENCH_SPLIT, BENCH_CONTEXT, BENCH_UNMASK and DATASET replace the real models and data (tiny models:
+# BENCH_DATASET, BENCH_SPLIT, BENCH_CONTEXT, BENCH_CONTEXT_TOKENS, BENCH_UNMASK and DATASET replace the real models and data (tiny models:
 # tests/test_distill_script.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,6 +52,9 @@ BENCH_SPLIT=${BENCH_SPLIT:-test}
 BENCH_UNMASK=${BENCH_UNMASK:-none,full}  # the unmasked student is timed, not assumed
 # both contexts: a teacher (or student) trained with --context document is timed reading documents
 BENCH_CONTEXT=${BENCH_CONTEXT:-sentence,document}
+# the document windows timed (a comma list): a student reading narrower windows than its
+# teacher (COMMON="... --context document --context-tokens 128") needs its own, e.g. 128,256
+BENCH_CONTEXT_TOKENS=${BENCH_CONTEXT_TOKENS:-256}
 # one student a line: name model r exit-layer(- for all) unmask lr epochs
 STUDENTS=${STUDENTS:-"minilm minilm-l6 0 - none 5e-4 2
 mpnet mpnet-base 0 - none 5e-5 2
@@ -112,7 +115,8 @@ bench() {
   seqrep bench --model "$BENCH_MODEL" --repetitions "$BENCH_REPETITIONS" \
     --exit-layer "$BENCH_LAYERS" --encoder "$BENCH_ENCODERS" --no-baseline \
     --dataset "$BENCH_DATASET" --split "$BENCH_SPLIT" --sentences "$BENCH_SENTENCES" \
-    --context "$BENCH_CONTEXT" --unmask "$BENCH_UNMASK" --threads "$THREADS" \
+    --context "$BENCH_CONTEXT" --context-tokens "$BENCH_CONTEXT_TOKENS" \
+    --unmask "$BENCH_UNMASK" --threads "$THREADS" \
     --output "$RUNS/bench.json.tmp"
   mv "$RUNS/bench.json.tmp" "$RUNS/bench.json"
 }

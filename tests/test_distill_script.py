@@ -232,7 +232,7 @@ def test_the_script_skips_resumes_shares_one_label_cache_and_summarises(stubbed)
     for option, value in (("--repetitions", "0,1"), ("--exit-layer", "6,11,18"),
                           ("--encoder", "minilm-l6,mpnet-base"), ("--dataset", "conll2003"),
                           ("--split", "test"), ("--context", "sentence,document"),
-                          ("--unmask", "none,full")):
+                          ("--context-tokens", "256"), ("--unmask", "none,full")):
         assert bench[bench.index(option) + 1] == value
     assert "--no-baseline" in bench
     # the report of every finished folder, with the bench
