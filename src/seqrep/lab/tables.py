@@ -101,8 +101,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 
 
 def _context(ratio: dict[str, Any]) -> str:
-    """A bench ratio's context: ``document 128`` where it recorded its window, else the name
-    (records from before the focus layout name none: they are document)."""
+    """A bench row's or ratio's context: ``document 128`` where it recorded its window, else
+    the name (records from before the focus layout name none: they are document)."""
     name = ratio.get("context", DOCUMENT.name)
     return f"{name} {ratio['context_tokens']}" if ratio.get("context_tokens") else name
 
@@ -129,8 +129,7 @@ def bench_markdown(data: dict[str, Any]) -> str:
     for b in data.get("rows", []):
         context = context_of(b.get("context"))
         unmask = unmask_of(b)
-        window = f" {b['context_tokens']}" if b.get("context_tokens") else ""
-        mode = b["mode"] + (f", {context.name}{window}" if context.documents else "") \
+        mode = b["mode"] + (f", {_context(b)}" if context.documents else "") \
             + ("" if unmask == "none" else f", unmask {unmask}")
         out.append(f"| {b['model']} | {mode} | {b.get('precision') or 'fp32'} | "
                    f"{b['repetitions']} | {b['exit_layer'] or 'all'} | {b['layers_computed']} | "
