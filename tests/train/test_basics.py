@@ -81,6 +81,9 @@ def test_compiled_training_matches_and_saves_plain_names(tiny, corpus, tmp_path:
     """--compile: torch.compile of the backbone in place trains to the same losses (within
     float noise of fused kernels) and saves the same parameter names as an eager run."""
     lab, cfg = configs(tiny("llama"), corpus, epochs=1)
+    # one layer: inductor's compile time grows with the graph, and one layer shows the same
+    # guarantee (with a cold cache, 109.5 s for the usual three in a fresh clone's test run)
+    lab = lab.replace(exit_layer=1)
     eager = train(lab, cfg, tmp_path / "eager", quiet=True)
     compiled = train(lab, cfg.replace(compile=True), tmp_path / "compiled", quiet=True)
     assert compiled["status"] == "finished"
