@@ -85,8 +85,12 @@ def test_compiled_training_matches_and_saves_plain_names(tiny, corpus, tmp_path:
     # guarantee (with a cold cache, 109.5 s for the usual three in a fresh clone's test run)
     lab = lab.replace(exit_layer=1)
     eager = train(lab, cfg, tmp_path / "eager", quiet=True)
+    from torch._dynamo.utils import counters
+
+    counters.clear()
     compiled = train(lab, cfg.replace(compile=True), tmp_path / "compiled", quiet=True)
     assert compiled["status"] == "finished"
+    assert counters["stats"]["unique_graphs"] >= 1  # dynamo really traced the backbone
     assert compiled["validation"]["train_loss"] == pytest.approx(
         eager["validation"]["train_loss"], rel=1e-3)
     name = "backbone/model.safetensors"
