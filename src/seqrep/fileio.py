@@ -1,4 +1,5 @@
-"""Atomic writes: a file or folder appears complete or not at all."""
+"""Atomic writes (a file or folder appears complete or not at all) and bounded reads of the
+small JSON files seqrep keeps in its folders."""
 
 from __future__ import annotations
 
@@ -10,6 +11,14 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from seqrep.errors import ModelError, SeqrepError, first_line
+
+# the JSON records of a run, export or cache folder are a few kB (a config with 2,048 labels:
+# about 60 kB); a metrics or bench record a few hundred kB at most
+MAX_JSON_BYTES = 1 << 22
+# no seqrep record nests deeper than about 6; a record this deep was made by hand
+MAX_JSON_DEPTH = 64
 
 
 def _umask() -> int:
@@ -87,3 +96,39 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
         os.write(fd, line)
     finally:
         os.close(fd)
+
+
+def _depth(value: Any) -> int:
+    """How many containers deep ``value`` nests (a scalar 0, ``[]`` 1), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= MAX_JSON_DEPTH:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def read_json(path: Path, what: str, error: type[SeqrepError] = ModelError,
+              max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """A small JSON file that anyone may have written, read through one bounded path: at most
+    ``max_bytes`` (a link to ``/dev/zero`` or a FIFO is refused before it is opened, a huge
+    file before it is read whole), nested at most :data:`MAX_JSON_DEPTH`, UTF-8. Any failure
+    is one ``error`` line: ``PATH: not WHAT (why)``."""
+    path = Path(path)
+    try:
+        if not path.is_file():
+            raise ValueError("not a regular file" if path.exists() or path.is_symlink()
+                             else "missing")
+        with open(path, "rb") as f:
+            raw = f.read(max_bytes + 1)
+        if len(raw) > max_bytes:
+            raise ValueError(f"larger than {max_bytes} bytes")
+        data = json.loads(raw.decode("utf-8"))
+        if _depth(data) > MAX_JSON_DEPTH:
+            raise ValueError(f"nested deeper than {MAX_JSON_DEPTH}")
+        return data
+    except (OSError, ValueError, RecursionError) as err:
+        raise error(f"{path}: not {what} ({first_line(err)})") from None
+

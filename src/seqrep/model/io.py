@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import warnings
 from collections.abc import Iterator
@@ -39,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from safetensors.torch import load_file, save_file
 
 import seqrep
+from seqrep import fileio
 from seqrep.errors import ConfigError, ModelError, first_line
 from seqrep.fileio import atomic_dir, write_json
 from seqrep.model.backbone import (
@@ -112,19 +112,10 @@ def model_dir(path: Path) -> Path:
 
 
 def read_json(path: Path, what: str) -> object:
-    """A small JSON file of a labeler folder, read at most :data:`MAX_JSON_BYTES` (a link to
-    ``/dev/zero``, a folder, binary, deep nesting or a huge number is one line, not a hang,
+    """A small JSON file of a labeler folder, through :func:`seqrep.fileio.read_json` (a link
+    to ``/dev/zero``, a folder, binary, deep nesting or a huge number is one line, not a hang,
     a MemoryError or a traceback)."""
-    try:
-        if not path.is_file():
-            raise ValueError("not a regular file" if path.exists() else "missing")
-        with open(path, "rb") as f:
-            raw = f.read(MAX_JSON_BYTES + 1)
-        if len(raw) > MAX_JSON_BYTES:
-            raise ValueError(f"larger than {MAX_JSON_BYTES} bytes")
-        return json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError, RecursionError) as err:
-        raise ModelError(f"{path}: not {what} ({first_line(err)})") from None
+    return fileio.read_json(path, what, ModelError, MAX_JSON_BYTES)
 
 
 def read_config(path: Path) -> LabelerConfig:
