@@ -13,14 +13,31 @@ Llama tokenizers return wrong.
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Words whose subtokens a WordTokenizer remembers (least recently used go first): about
-#: 320 bytes each, so at most about 16 MB however many distinct words a server sees.
+#: Words whose subtokens a WordTokenizer remembers (least recently used go first): an
+#: ordinary word costs about 400 bytes (:func:`entry_bytes`), so 50,000 take about 20 MB.
 CACHE_WORDS = 50_000
+#: Bytes the remembered words may take together, whatever their length: a count alone let a
+#: server keep 50,000 unique 10,000-character words (165 KB each with SmolLM2's tokenizer,
+#: about 8 GB). Ordinary text reaches the word count first.
+CACHE_BYTES = 32 << 20
+# What one cached word keeps alive, in CPython: the word itself (sys.getsizeof), an 8-byte
+# slot per id in its list, a 32-byte int object per id above 256 (smaller ids are shared
+# singletons), and about 250 bytes for the entry (its tuple and size, the list header, the
+# dictionary slot and its ordering link). tests/encode/test_align_cache.py checks the sum
+# against what tracemalloc sees the cache keep.
+_ID_SLOT, _INT_OBJECT, _ENTRY = 8, 32, 256
+
+
+def entry_bytes(word: str, ids: Sequence[int]) -> int:
+    """The memory a cached ``word`` with subtoken ``ids`` keeps alive (see ``_ENTRY``)."""
+    return (sys.getsizeof(word) + _ENTRY + _ID_SLOT * len(ids)
+            + _INT_OBJECT * sum(1 for i in ids if not -5 <= i <= 256))
 
 
 @dataclass
@@ -32,10 +49,13 @@ class WordTokenizer:
         max_word_subtokens: a single word longer than this is cut to its first subtokens (its
             label is read there anyway); each cut is counted in ``cut_words``.
         cache_size: words whose subtokens are remembered, least recently used dropped first.
+        cache_bytes: the memory those words may take together (:func:`entry_bytes`); a word
+            whose entry alone is larger is tokenized every time instead of flushing the cache.
 
     Attributes:
         prefix: special ids the tokenizer puts before a text (e.g. ``[BOS]`` or ``[CLS]``).
         suffix: special ids it puts after a text (e.g. ``[SEP]``).
+        cache_bytes_used: what the cached words take now (:func:`entry_bytes`, summed).
     """
 
     tokenizer: Any
@@ -43,8 +63,10 @@ class WordTokenizer:
     cut_words: int = 0
     empty_words: int = 0
     cache_size: int = CACHE_WORDS
-    _cache: OrderedDict[str, tuple[list[int], int]] = field(default_factory=OrderedDict,
-                                                            repr=False)
+    cache_bytes: int = CACHE_BYTES
+    cache_bytes_used: int = field(default=0, init=False)
+    _cache: OrderedDict[str, tuple[list[int], int, int]] = field(default_factory=OrderedDict,
+                                                                 repr=False)
 
     def __post_init__(self) -> None:
         self.prefix, self.suffix = special_affixes(self.tokenizer)
@@ -76,21 +98,28 @@ class WordTokenizer:
 
     def _entries(self, words: Sequence[str]) -> list[tuple[list[int], int]]:
         """``(ids, lead)`` per word, from the cache or tokenized now (the missing ones in one
-        call); the cache then keeps the ``cache_size`` most recently used words."""
-        found = {}
+        call); the cache then keeps the most recently used words, at most ``cache_size`` of
+        them in at most ``cache_bytes``."""
+        found: dict[str, tuple[list[int], int]] = {}
         for w in dict.fromkeys(words):
             if w in self._cache:
                 self._cache.move_to_end(w)
-                found[w] = self._cache[w]
+                ids, lead, _ = self._cache[w]
+                found[w] = ids, lead
         todo = [w for w in dict.fromkeys(words) if w not in found]
         if todo:
             # a lone surrogate (text that is not valid Unicode) cannot reach the Rust
             # tokenizer: it is tokenized as U+FFFD, the word itself stays as it was
             encoded = self.tokenizer([" " + _valid(w) for w in todo], add_special_tokens=False)
             for word, ids in zip(todo, encoded["input_ids"]):
-                found[word] = self._cache[word] = self._clean(list(ids))
-        while len(self._cache) > max(0, self.cache_size):
-            self._cache.popitem(last=False)
+                found[word] = self._clean(list(ids))
+                size = entry_bytes(word, found[word][0])
+                if size <= self.cache_bytes:
+                    self._cache[word] = (*found[word], size)
+                    self.cache_bytes_used += size
+        while self._cache and (len(self._cache) > max(0, self.cache_size)
+                               or self.cache_bytes_used > self.cache_bytes):
+            self.cache_bytes_used -= self._cache.popitem(last=False)[1][2]
         return [found[w] for w in words]
 
     def _clean(self, ids: list[int]) -> tuple[list[int], int]:
