@@ -154,10 +154,23 @@ def windows(lengths: Sequence[int], limit: int, overlap: int) -> list[tuple[int,
         right = float("inf") if e == n else e - 1 - i
         return min(left, right)
 
+    # Starts grow and ends never shrink from one window to the next, so the windows holding
+    # word i are a run spans[lo..] whose first one only moves forward as i does: each word
+    # looks only at the windows that hold it (about two, at half overlap), and the work is
+    # linear in the document, where scanning every window for every word took 20 minutes
+    # for a 1M-word book. Strict ">" keeps the earliest of equally good windows, as max() did.
     owned: list[list[int]] = [[] for _ in spans]
+    lo = 0
     for i in range(n):
-        best = max((k for k, (s, e) in enumerate(spans) if s <= i < e),
-                   key=lambda k: margin(i, *spans[k]))
+        while spans[lo][1] <= i:
+            lo += 1
+        best, best_margin = lo, margin(i, *spans[lo])
+        k = lo + 1
+        while k < len(spans) and spans[k][0] <= i:
+            m = margin(i, *spans[k])
+            if m > best_margin:
+                best, best_margin = k, m
+            k += 1
         owned[best].append(i)
     return [(s, e, o) for (s, e), o in zip(spans, owned)]
 
