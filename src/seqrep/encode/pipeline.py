@@ -117,6 +117,29 @@ def context_separator_ids(tokenizer: Any, config: EncodeConfig) -> list[int]:
     return ids
 
 
+def check_context_separator(size: int, config: EncodeConfig, spec: RepeatSpec) -> None:
+    """Refuse a context separator of ``size`` ids that leaves no room in a window.
+
+    The separator is glued before the first word of each sentence but a document's first,
+    and that word must fit one copy of a window (``context_tokens``) and one word's bound
+    (``max_subtokens``), both as cut to the model's positions; the separator plus one
+    subtoken of the word must therefore fit the smaller. A longer one made the k copies
+    outgrow the model's positions (an index error deep in the forward pass) or a window hold
+    nothing but separator.
+
+    Raises:
+        ConfigError: naming ``context_separator``, its size and the limit.
+    """
+    window = min(config.context_tokens, spec.max_subtokens)
+    if size and size >= window:
+        raise ConfigError(
+            f"context_separator: {size} subtokens in {config.model}'s tokenizer; expected at "
+            f"most {window - 1}, so that it and a sentence's first word fit one copy of a "
+            f"window ({window} subtokens: context_tokens={config.context_tokens}, "
+            f"max_subtokens={spec.max_subtokens}, with {spec.copies} copies in the model's "
+            f"positions)")
+
+
 def fit_positions(config: C, spec: RepeatSpec, max_positions: int | None) -> C:
     """``config`` with its per-copy window (``max_subtokens``) cut so that ``k`` copies, the
     separators and the special tokens fit the model's ``max_positions`` (unchanged when they
@@ -166,6 +189,7 @@ class Encoder:
         # tokenized only when used: sentence context asks the tokenizer nothing new
         self.context_separator = tuple(context_separator_ids(tokenizer, config)
                                        if self.context.documents else ())
+        check_context_separator(len(self.context_separator), config, self.spec)
         self._lock = threading.Lock()
 
     def segments(self, words: Sequence[str]) -> list[Segment]:

@@ -29,6 +29,11 @@ LIMITS = {"repetitions": (0, 64), "max_subtokens": (8, 1 << 17), "frozen_layers"
           "lora_rank": (1, 1 << 14), "lora_alpha": (1, 1 << 20)}
 MAX_LABELS = 2048
 MAX_LABEL_CHARS = 200
+# A context separator marks where a sentence starts (a newline, a few words at most); it is
+# glued before a sentence's first word, which must fit one copy of a window with it, so one
+# of 300 words outgrew the copy. Whether it fits in subtokens is checked with the tokenizer
+# (seqrep.encode.pipeline); this bound refuses the absurd before any model loads.
+MAX_SEPARATOR_CHARS = 200
 
 
 def parse_unmask(value: str) -> str | tuple[int, ...]:
@@ -128,6 +133,10 @@ class LabelerConfig(ConfigBase):
         check_decoding(self.decoding)
         check_choice("attn_implementation", self.attn_implementation, ATTENTION)
         check_choice("context", self.context, tuple(CONTEXTS))
+        if len(self.context_separator) > MAX_SEPARATOR_CHARS:
+            raise ConfigError(f"context_separator: {len(self.context_separator)} characters; "
+                              f"expected at most {MAX_SEPARATOR_CHARS} (it marks where a "
+                              f"sentence starts, inside a window)")
         if not 1 <= self.context_tokens <= LIMITS["max_subtokens"][1]:
             raise ConfigError(f"context_tokens={self.context_tokens}; expected 1 to "
                               f"{LIMITS['max_subtokens'][1]}")
