@@ -83,21 +83,24 @@ def _one_teacher_model(teacher: Path, runs: Path) -> None:
     """Every distilled student here learned from one model: the teacher key each run.json
     keeps (runs made before keys were kept have none) is the same, and the model in the
     teacher's folder now (where it holds one) is that one; else ValueError naming a folder."""
-    first: tuple[str, str] | None = None
+    # keys of one kind are compared: runs before 2026-12-04 kept a key of the files' sizes
+    # and times, later ones ("teacher_key_kind": "content") a hash of their bytes
+    first: dict[str, tuple[str, str]] = {}
     if (teacher / "best" / "config.json").is_file():
-        first = (teacher_key(teacher), f"the model now in {teacher}")
+        first["content"] = (teacher_key(teacher), f"the model now in {teacher}")
     for kinds in _folders(runs).values():
         for folder in kinds["distilled"].values():
-            key = ((_json(folder / "run.json") or {}).get("distill") or {}).get("teacher_key")
+            record = (_json(folder / "run.json") or {}).get("distill") or {}
+            key, kind = record.get("teacher_key"), record.get("teacher_key_kind", "times")
             if key is None:
                 continue
-            if first is None:
-                first = (key, str(folder))
-            elif key != first[0]:
+            if kind not in first:
+                first[kind] = (key, str(folder))
+            elif key != first[kind][0]:
                 raise ValueError(f"{folder}: distilled from another teacher model (key "
-                                 f"{key[:8]}) than {first[1]} ({first[0][:8]}); expected "
-                                 f"one teacher's students in {runs}, so keep each teacher's "
-                                 f"in a folder of its own")
+                                 f"{key[:8]}) than {first[kind][1]} ({first[kind][0][:8]}); "
+                                 f"expected one teacher's students in {runs}, so keep each "
+                                 f"teacher's in a folder of its own")
 
 
 def summary(teacher: Path, runs: Path) -> str:

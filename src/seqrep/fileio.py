@@ -21,7 +21,8 @@ MAX_JSON_BYTES = 1 << 22
 MAX_JSON_DEPTH = 64
 
 
-def _umask() -> int:
+def umask() -> int:
+    """The process's umask (read without changing it)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -31,7 +32,7 @@ def share_modes(folder: Path) -> None:
     """Give every file and folder under ``folder`` the mode the umask gives a new one:
     some writers (safetensors) create their files 0600, which would keep the weights of a
     shared run from other accounts while the rest of it is readable."""
-    mask = _umask()
+    mask = umask()
     for root, dirs, files in os.walk(folder):
         for names, mode in ((dirs, 0o777), (files, 0o666)):
             for name in names:
@@ -49,7 +50,7 @@ def atomic_dir(target: Path) -> Iterator[Path]:
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes it private; results are for sharing
+    os.chmod(tmp, 0o777 & ~umask())  # mkdtemp makes it private; results are for sharing
     try:
         yield tmp
         share_modes(tmp)
@@ -71,7 +72,7 @@ def write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, 0o666 & ~umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

@@ -357,13 +357,17 @@ def test_a_cache_chunk_of_other_sentences_is_labeled_again(tmp_path: Path) -> No
 def test_the_record_names_the_teacher_model_not_only_its_folder(tiny, teacher, handful,
                                                                  tmp_path: Path) -> None:
     """A teacher retrained into the same folder is another teacher: a student's run.json
-    keeps an identity of the teacher's model that a copy keeps and a retraining changes, so
-    the report never pools the students of two teachers as seeds of one."""
+    keeps an identity of the teacher's model that a copy keeps (even one made without its
+    files' times, as ``cp -r`` and scp make them) and a changed weight changes, so the report
+    never pools the students of two teachers as seeds of one (issue 37: the key was made of
+    modification times, so a copy was another teacher)."""
     import os
     import shutil
 
     copy = tmp_path / "teacher"
-    shutil.copytree(teacher, copy)  # copied with its files' times: the same model
+    shutil.copytree(teacher, copy, copy_function=shutil.copyfile)  # new times: the same model
+    for f in copy.rglob("*"):
+        os.utime(f, ns=(10**18, 10**18))
 
     def key_of(t: Path, name: str) -> str:
         out = tmp_path / name
@@ -372,8 +376,9 @@ def test_the_record_names_the_teacher_model_not_only_its_folder(tiny, teacher, h
 
     first, copied = key_of(teacher, "a"), key_of(copy, "b")
     weights = next(p for p in (copy / "best").rglob("*.safetensors"))
-    st = weights.stat()
-    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # as a retraining writes
+    raw = bytearray(weights.read_bytes())
+    raw[8 + int.from_bytes(raw[:8], "little")] ^= 1  # the lowest bit of the first weight
+    weights.write_bytes(bytes(raw))  # as a retraining writes other weights
     retrained = key_of(copy, "c")
     assert first == copied and isinstance(first, str) and len(first) >= 8
     assert retrained != first

@@ -35,9 +35,10 @@ def _params() -> list[inspect.Parameter]:
                                       "rules), or .jsonl records with \"text\" or \"words\"")),
         inspect.Parameter("teacher_labels", kw, annotation=Path | None, default=typer.Option(
             None, "--teacher-labels", help="folder of the teacher's labels (default: "
-                                           "OUTPUT/teacher-labels); the students of one "
-                                           "teacher may share one, one distillation at a "
-                                           "time")),
+                                           "OUTPUT/teacher-labels): a new or empty folder, "
+                                           "or a label cache seqrep made; the students of "
+                                           "one teacher may share one, one distillation at "
+                                           "a time")),
         inspect.Parameter("temperature", kw, annotation=float, default=typer.Option(
             1.0, "--temperature", help="T: teacher and student distributions are softened "
                                        "by T (the loss is scaled by T^2)")),

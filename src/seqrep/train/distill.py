@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -40,13 +39,13 @@ import torch
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.errors import ConfigError, DataError, SeqrepError, first_line
 from seqrep.fileio import write_json
+from seqrep.train import distill_folder, teacher_cache
+from seqrep.train.distill_folder import REQUEST, check_apart, check_fresh, read_request
 from seqrep.train.loop import soft_cross_entropy
-from seqrep.train.teacher_cache import CACHE, CHUNK, label_cache, teacher_key, teacher_logp
+from seqrep.train.teacher_cache import CACHE, CHUNK, label_cache, teacher_key
 
 __all__ = ["CACHE", "CHUNK", "Distillation", "SoftTargets", "distill", "label_cache",
            "read_unlabeled", "teacher_config"]
-
-REQUEST = "distill.json"
 
 
 @dataclass
@@ -227,9 +226,12 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
         overwrite, resume, quiet, reader_options: as for ``train``; ``resume`` continues an
             interrupted labeling or training with the settings in ``distill.json``.
         chunk: sentences per cache file.
-        teacher_labels: the folder of the teacher's labels (default ``OUTPUT/teacher-labels``);
-            students of one teacher may share one (its chunks are keyed by the teacher's
-            identity and the sentences), one distillation at a time.
+        teacher_labels: the folder of the teacher's labels (default ``OUTPUT/teacher-labels``):
+            new, empty or a label cache seqrep made; students of one teacher may share one
+            (its chunks are keyed by the teacher's content, the precision it labeled at and
+            the sentences), one distillation at a time. On ``resume`` the teacher,
+            ``teacher_labels`` and ``unlabeled`` are the recorded ones (others given are
+            refused; see :mod:`seqrep.train.distill_folder`).
 
     Returns:
         ``train``'s metrics.
@@ -243,47 +245,74 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # every process would label and write
         raise ConfigError("seqrep distill runs in one process for now; start it without "
                           "torchrun / accelerate launch")
+    names = ("--output", "teacher", "--teacher-labels")
     if resume:
         if (output / "metrics.json").exists():
             return train(labeler_config, train_config, output, resume=True)
-        req = _read_request(output)
-        labeler_config, train_config, reader_options = resumed_config(
-            output, labeler_config, train_config, saved=req, source=REQUEST)
-        teacher, unlabeled = Path(req["teacher"]), req.get("unlabeled")
-        teacher_labels = req.get("cache")
+        req = read_request(output)
+        teacher, teacher_labels, unlabeled = distill_folder.resumed_paths(
+            output, req, teacher, teacher_labels, unlabeled)
+        names = ("--output", f"{output / REQUEST}: teacher", f"{output / REQUEST}: cache")
         temperature, gold_weight = req["temperature"], req["gold_weight"]
     teacher = Path(teacher).resolve()
     cache = Path(teacher_labels).resolve() if teacher_labels else output / CACHE
+    check_apart(output, teacher, cache, names)
+    if resume or cache != output / CACHE:  # a new or replaced folder's own cache is new
+        teacher_cache.check_cache_folder(cache, names[2])
+    if resume:  # announced once the paths are checked, before the student's model loads
+        labeler_config, train_config, reader_options = resumed_config(
+            output, labeler_config, train_config, saved=req, source=REQUEST)
     tcfg, teacher_run, student = _check_teacher(teacher, labeler_config, temperature,
                                                 gold_weight)
-    extra = read_unlabeled(Path(unlabeled)) if unlabeled else []
+    extra = _unlabeled(unlabeled, output if resume else None)
     student_model = check_student(student)
     if not resume:
-        _check_fresh(output, overwrite, check_output)
+        check_fresh(output, overwrite, check_output)
     data = load_data(train_config, reader_options)
     check_labels(data.train, tcfg.labels, "the training split", task=tcfg.task)
     _notice_held_out(extra, data)
     words = [tuple(s.words) for s in data.train] + [w for w, _ in extra]
     check_student_tokenizer(student, student_model, words)
-    if not resume:
-        _write_request(output, teacher, unlabeled, temperature, gold_weight, student,
-                       train_config, reader_options, cache)
-    logp, speed = teacher_logp(teacher, tcfg, train_config, words, data, extra, cache, chunk,
-                               quiet)
-    record = {"teacher": str(teacher), "teacher_key": teacher_key(teacher),
-              "teacher_model": tcfg.model,
-              "teacher_context": tcfg.context,
-              "teacher_dataset": teacher_run["train"].get("dataset"),
-              "temperature": temperature, "gold_weight": gold_weight,
-              "unlabeled": str(unlabeled) if unlabeled else None,
-              "unlabeled_sentences": len(extra),
-              "cache": CACHE if cache == output / CACHE else str(cache), **speed}
-    plan = Distillation(logp, words, extra, temperature, gold_weight, {"distill": record})
-    metrics = train(student, train_config, output, resume=(output / "run.json").exists(),
-                    quiet=quiet, reader_options=reader_options, distill=plan)
+    aside = None
+    if not resume:  # an old run stays (aside) until the student has loaded
+        aside = distill_folder.start(output, _request(
+            output, teacher, unlabeled, temperature, gold_weight, student, train_config,
+            reader_options, cache))
+    try:
+        key = teacher_key(teacher)
+        logp, speed = teacher_cache.teacher_logp(teacher, tcfg, train_config, words, data,
+                                                 extra, cache, chunk, quiet, key)
+        record = {"teacher": str(teacher), "teacher_key": key, "teacher_key_kind": "content",
+                  "teacher_model": tcfg.model,
+                  "teacher_context": tcfg.context,
+                  "teacher_dataset": teacher_run["train"].get("dataset"),
+                  "temperature": temperature, "gold_weight": gold_weight,
+                  "unlabeled": str(unlabeled) if unlabeled else None,
+                  "unlabeled_sentences": len(extra),
+                  "cache": CACHE if cache == output / CACHE else str(cache), **speed}
+        plan = Distillation(logp, words, extra, temperature, gold_weight, {"distill": record})
+        metrics = train(student, train_config, output, resume=(output / "run.json").exists(),
+                        quiet=quiet, reader_options=reader_options, distill=plan)
+    except BaseException:
+        distill_folder.restore(output, aside)  # the student never loaded: the old run is put back
+        raise
     if metrics.get("status") == "finished":
         _finish(output, metrics, record, began, resume)
     return metrics
+
+
+def _unlabeled(unlabeled: str | Path | None, resumed: Path | None
+               ) -> list[tuple[tuple[str, ...], str]]:
+    """The unlabeled sentences; on a resume (``resumed``: the student's folder) a problem
+    with the recorded file names ``distill.json`` too."""
+    if not unlabeled:
+        return []
+    try:
+        return read_unlabeled(Path(unlabeled))
+    except SeqrepError as err:
+        if resumed is None:
+            raise
+        raise ConfigError(f"{resumed / REQUEST}: unlabeled: {err}") from None
 
 
 def _check_teacher(teacher: Path, labeler_config: LabelerConfig, temperature: float,
@@ -306,20 +335,17 @@ def _check_teacher(teacher: Path, labeler_config: LabelerConfig, temperature: fl
     return tcfg, teacher_run, student
 
 
-def _write_request(output: Path, teacher: Path, unlabeled: str | Path | None,
-                   temperature: float, gold_weight: float, student: LabelerConfig,
-                   train_config: TrainConfig, reader_options: dict[str, Any] | None,
-                   cache: Path) -> None:
-    """A fresh student folder holding the settings of the distillation (``distill.json``), so
-    ``--resume`` can carry on."""
-    if output.exists():
-        shutil.rmtree(output)  # checked: an old run or distillation
-    output.mkdir(parents=True)
-    write_json(output / REQUEST, {
-        "teacher": str(teacher), "unlabeled": str(Path(unlabeled).resolve())
-        if unlabeled else None, "temperature": temperature, "gold_weight": gold_weight,
-        "labeler": student.to_dict(), "train": train_config.to_dict(),
-        "reader_options": reader_options or {}, "cache": str(cache)})
+def _request(output: Path, teacher: Path, unlabeled: str | Path | None,
+             temperature: float, gold_weight: float, student: LabelerConfig,
+             train_config: TrainConfig, reader_options: dict[str, Any] | None,
+             cache: Path) -> dict[str, Any]:
+    """The settings of the distillation (``distill.json``), so ``--resume`` can carry on; the
+    student's own cache is recorded relative to its folder, which may move."""
+    return {"teacher": str(teacher), "unlabeled": str(Path(unlabeled).resolve())
+            if unlabeled else None, "temperature": temperature, "gold_weight": gold_weight,
+            "labeler": student.to_dict(), "train": train_config.to_dict(),
+            "reader_options": reader_options or {},
+            "cache": CACHE if cache == output / CACHE else str(cache)}
 
 
 def _finish(output: Path, metrics: dict[str, Any], record: dict[str, Any], began: float,
@@ -355,33 +381,3 @@ def _work_seconds(output: Path, metrics: dict[str, Any], record: dict[str, Any])
         evals += float(json.loads(line).get("eval_seconds") or 0)
     return round((record["teacher_seconds"] or 0) + metrics.get("train_seconds", 0) + evals
                  + (metrics.get("test") or {}).get("seconds", 0), 2)
-
-
-def _check_fresh(output: Path, overwrite: bool, check_output: Any) -> None:
-    """``train``'s rule for a new run folder; a distillation interrupted before training
-    (``distill.json``, no ``run.json``) may be replaced too."""
-    if (overwrite and output.is_dir() and (output / REQUEST).is_file()
-            and not (output / "run.json").exists()):
-        _read_request(output)
-        return
-    check_output(output, overwrite, False)
-
-
-def _read_request(output: Path) -> dict[str, Any]:
-    from seqrep.model.io import read_json
-
-    path = output / REQUEST
-    if not path.is_file():
-        raise SeqrepError(f"{output}: nothing to resume (no {REQUEST})")
-    req = read_json(path, "a seqrep distillation request")
-    keys = ("teacher", "temperature", "gold_weight", "labeler", "train")
-    if (not isinstance(req, dict) or any(k not in req for k in keys)
-            or not isinstance(req.get("reader_options") or {}, dict)):
-        raise SeqrepError(f"{path}: not a seqrep distillation request (expected "
-                          f"{', '.join(keys)})")
-    try:
-        LabelerConfig.from_dict(req["labeler"])
-        TrainConfig.from_dict(req["train"])
-    except (TypeError, ValueError, AttributeError) as err:
-        raise SeqrepError(f"{path}: not a seqrep distillation request ({err})") from None
-    return req
