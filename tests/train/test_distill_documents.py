@@ -197,23 +197,48 @@ def test_the_json_summary_carries_the_figures() -> None:
 def test_jsonl_lines_sharing_a_doc_id_are_one_unlabeled_document(
         tiny, doc_teacher, doc_data, tmp_path: Path) -> None:
     """As ``seqrep predict`` reads them: consecutive JSONL lines with one ``doc_id`` are one
-    document; a line without one is a document of its own."""
+    document; a line without one is a document of its own (two such lines in a row are two
+    documents, not one)."""
     more = tmp_path / "more.jsonl"
     more.write_text('{"words": ["Obama", "left", "Paris"], "doc_id": "a"}\n'
                     '{"text": "Maria reached Tokyo.", "doc_id": "a"}\n'
-                    '{"words": ["Peter", "visited", "Berlin"]}\n', encoding="utf-8")
+                    '{"words": ["Peter", "visited", "Berlin"]}\n'
+                    '{"text": "Boris left Madrid."}\n', encoding="utf-8")
     out = tmp_path / "student"
     distill(doc_teacher, student(tiny), fit(doc_data), out, unlabeled=more, quiet=True)
     teacher = SequenceLabeler.from_pretrained(doc_teacher)
     extra = [[["Obama", "left", "Paris"], ["Maria", "reached", "Tokyo", "."]],
-             [["Peter", "visited", "Berlin"]]]
+             [["Peter", "visited", "Berlin"]], [["Boris", "left", "Madrid", "."]]]
     want = torch.cat([torch.log_softmax(x, -1) for d in extra
                       for x in teacher.word_logits(d, docs=["d"] * len(d))])
     got = cached(out)[-want.shape[0]:]
     assert torch.allclose(got, want, atol=1e-5)
-    # read apart, the first document's sentences would be labeled otherwise
+    # read apart, the first document's sentences would be labeled otherwise; read as one
+    # document, the last two lines would too
     apart = torch.cat([torch.log_softmax(x, -1) for x in teacher.word_logits(extra[0])])
     assert not torch.allclose(got[:apart.shape[0]], apart, atol=1e-3)
+    together = torch.cat([torch.log_softmax(x, -1) for x in teacher.word_logits(
+        extra[1] + extra[2], docs=["d", "d"])])
+    assert not torch.allclose(got[-together.shape[0]:], together, atol=1e-3)
+
+
+def test_each_unlabeled_line_without_a_doc_id_is_a_document_of_its_own(tmp_path: Path) -> None:
+    """The document ids read_unlabeled gives, written out by hand: a raw line's sentences
+    share its line's id, JSONL lines without a doc_id one id each, lines with one doc_id
+    (consecutive) one id."""
+    from seqrep.train.distill import read_unlabeled
+
+    raw = tmp_path / "more.txt"
+    raw.write_text("Obama left. Peter stayed.\nMaria left\n\nBoris left\n", encoding="utf-8")
+    ids = [d for _, d in read_unlabeled(raw)]
+    assert len(ids) == 4 and len(set(ids)) == 3 and ids[0] == ids[1]
+    jsonl = tmp_path / "more.jsonl"
+    jsonl.write_text('{"words": ["a"]}\n{"words": ["b"]}\n{"words": ["c"], "doc_id": "x"}\n'
+                     '{"words": ["d"], "doc_id": "x"}\n{"words": ["e"]}\n', encoding="utf-8")
+    got = read_unlabeled(jsonl)
+    assert [w for w, _ in got] == [("a",), ("b",), ("c",), ("d",), ("e",)]
+    ids = [d for _, d in got]
+    assert ids[2] == ids[3] and len({ids[0], ids[1], ids[2], ids[4]}) == 4
 
 
 def test_unlabeled_text_from_held_out_splits_is_noticed(tiny, doc_teacher, doc_data,
@@ -265,19 +290,27 @@ def test_students_of_one_teacher_share_its_labels(tiny, doc_teacher, doc_data, t
     assert calls == []  # every training sentence was in the shared folder
     assert json.loads((tmp_path / "b" / "run.json").read_text())["distill"]["cache"] == \
         str(shared.resolve())
-    # another teacher (here: the same one retrained, its files newer) does not read them
-    from seqrep.train.teacher_cache import teacher_key
+    # another teacher (here: the same one retrained, one weight changed in a copy) does not
+    # read them; a copy made without its files' times (cp -r) is the same teacher and does
+    import shutil
 
-    before = teacher_key(doc_teacher)
-    best = doc_teacher / "best" / "config.json"
-    os.utime(best, ns=(best.stat().st_atime_ns, best.stat().st_mtime_ns + 10**9))
-    assert teacher_key(doc_teacher) != before
+    other = tmp_path / "retrained"
+    shutil.copytree(doc_teacher, other, copy_function=shutil.copyfile)
+    for f in other.rglob("*"):
+        os.utime(f, ns=(10**18, 10**18))
     calls.clear()
-    distill(doc_teacher, student(tiny), fit(doc_data), tmp_path / "c", quiet=True,
+    distill(other, student(tiny), fit(doc_data), tmp_path / "c", quiet=True,
+            teacher_labels=shared, chunk=4)
+    assert calls == []
+    weights = next(p for p in (other / "best").rglob("*.safetensors"))
+    raw = bytearray(weights.read_bytes())
+    raw[8 + int.from_bytes(raw[:8], "little")] ^= 1  # the lowest bit of the first weight
+    weights.write_bytes(bytes(raw))
+    distill(other, student(tiny), fit(doc_data), tmp_path / "d", quiet=True,
             teacher_labels=shared, chunk=4)
     assert calls == [4, 4, 2]  # its three chunks (documents of 4, 4, 2) labeled again
     again = torch.cat([cached_file(p) for p in sorted(shared.glob("*.safetensors"))])
-    assert torch.allclose(first, again, atol=1e-6)
+    assert torch.allclose(first, again, atol=1e-5)
 
 
 def cached_file(path: Path) -> torch.Tensor:
