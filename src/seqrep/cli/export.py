@@ -28,10 +28,8 @@ def export(
     """Export RUN's cut backbone, word pooling and head to one ONNX graph (dynamic batch,
     length and word count) that `OnnxLabeler` runs without a torch model; the opset, the
     exporter, the graph's sha256 and the parity check go into OUT/seqrep-onnx.json."""
-    import json
-
     from seqrep.errors import ConfigError
-    from seqrep.export import META_FILE
+    from seqrep.export.folder import read_meta
     from seqrep.export.onnx import export_onnx
 
     if opset < 14:
@@ -39,7 +37,7 @@ def export(
     if not tolerance > 0:
         raise ConfigError(f"--tolerance {tolerance}; expected a positive number")
     out = export_onnx(run, onnx, opset, trust_remote_code, check, tolerance)
-    meta = json.loads((out / META_FILE).read_text(encoding="utf-8"))
+    meta = read_meta(out)  # bounded, as every JSON a command reads from a folder
     size = (out / meta["model_file"]).stat().st_size / 2**20
     line = f"{run} -> {out / meta['model_file']} ({size:.1f} MiB, opset {opset}, " \
            f"{meta['export_seconds']:.1f} s)"

@@ -8,6 +8,10 @@
   interface of :class:`~seqrep.model.labeler.SequenceLabeler` (``config``, ``encoder``,
   ``word_logits``, ``word_states`` ...), so :func:`seqrep.predict.predict_text`, evaluation and
   the server run on it unchanged.
+- :mod:`~seqrep.export.folder` checks an export folder before anything runs (any folder
+  with a ``seqrep-onnx.json`` is loaded by the default runtime, so it is checked like a run
+  folder: bounded metadata, a graph inside the folder, a tokenizer that runs no code and has
+  an embedding for every id).
 - :func:`~seqrep.export.quantize.quantize_int8` adds the int8 graph that kept F1 (within 0.5
   points of fp32 on CoNLL-2003, see ``results/int8.json``) beside the fp32 one.
 - :func:`load_labeler` picks the runtime for the commands' ``--runtime``.
@@ -51,7 +55,10 @@ def load_labeler(path, runtime: str = "auto", trust_remote_code: bool = False,  
     from seqrep.errors import ConfigError
     from seqrep.runtimes import runtime as pick
 
-    exported = (Path(path) / META_FILE).is_file()
+    meta = Path(path) / META_FILE
+    # a metadata "file" that is a folder, a device or a FIFO still marks an export: the
+    # ONNX runtime refuses it in one line, where torch would misread the folder
+    exported = meta.exists() or meta.is_symlink()
     chosen = pick(runtime, exported)  # checks the name too
     if exported and not chosen.onnx:
         raise ConfigError(f"{path} is an ONNX export; use --runtime onnx (or auto)")

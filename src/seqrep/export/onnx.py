@@ -158,14 +158,11 @@ def _versions() -> dict[str, str]:
 
 def is_export(folder: Path) -> bool:
     """Whether ``folder`` holds a seqrep ONNX export (its metadata file says so)."""
-    import json
+    from seqrep.fileio import read_json
 
-    meta = Path(folder) / META_FILE
     try:
-        with open(meta, "rb") as f:
-            raw = f.read(MAX_META_BYTES + 1)
-        data = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_META_BYTES else None
-    except (OSError, ValueError, RecursionError):
+        data = read_json(Path(folder) / META_FILE, "an export", ModelError, MAX_META_BYTES)
+    except ModelError:
         return False
     return isinstance(data, dict) and data.get("format") == "seqrep-onnx"
 
@@ -356,12 +353,15 @@ def export_onnx(labeler_dir: str | Path, out_dir: str | Path, opset: int = DEFAU
 
 
 def _saved_total_layers(labeler_dir: str | Path) -> int | None:
-    import json
-
+    """The uncut model's layer count a saved labeler recorded, or None (not recorded or
+    unreadable: the loaded backbone's own count is used)."""
+    from seqrep.fileio import read_json
     from seqrep.model.io import model_dir
 
     try:
-        data = json.loads((model_dir(Path(labeler_dir)) / "config.json").read_text("utf-8"))
-        return int(data["total_layers"])
-    except (OSError, ValueError, KeyError, TypeError):
+        data = read_json(model_dir(Path(labeler_dir)) / "config.json", "a labeler config")
+        value = data["total_layers"]
+    except (ModelError, KeyError, TypeError):
         return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 \
+        else None

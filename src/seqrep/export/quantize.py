@@ -64,12 +64,11 @@ def quantize_int8(export_dir: str | Path) -> Path:
     """Write ``model.int8.onnx`` beside an export's fp32 graph and record it (file, sha256,
     recipe) under ``variants.int8`` in ``seqrep-onnx.json``; returns the file.
     ``OnnxLabeler.from_pretrained(DIR, variant="int8")`` loads it."""
-    import json
     import logging
 
     from seqrep.errors import ModelError
     from seqrep.export.files import META_FILE, require_onnx, sha256
-    from seqrep.export.runtime import read_meta
+    from seqrep.export.folder import backbone_info, graph_file, read_meta
     from seqrep.fileio import write_json
 
     require_onnx("onnx", "onnxruntime")
@@ -78,11 +77,12 @@ def quantize_int8(export_dir: str | Path) -> Path:
 
     export_dir = Path(export_dir)
     meta = read_meta(export_dir)
-    source = export_dir / meta["model_file"]
+    source, _ = graph_file(export_dir, meta, None, None)
+    layers = backbone_info(export_dir, meta).num_layers
     modules = linear_matmuls(onnx.load(str(source), load_external_data=False))
     if not modules:
         raise ModelError(f"{source}: no linear MatMuls to quantize")
-    keep = set(sensitive(modules, int(meta["backbone"]["num_layers"])))
+    keep = set(sensitive(modules, layers))
     target = export_dir / INT8_FILE
     tmp = export_dir / f".{INT8_FILE}.tmp"
     root = logging.getLogger()
@@ -96,9 +96,9 @@ def quantize_int8(export_dir: str | Path) -> Path:
     finally:
         root.setLevel(level)
         tmp.unlink(missing_ok=True)
-    meta = json.loads((export_dir / META_FILE).read_text(encoding="utf-8"))
-    meta.setdefault("variants", {})["int8"] = {
+    variants = meta.get("variants")
+    meta["variants"] = {**(variants if isinstance(variants, dict) else {}), "int8": {
         "model_file": INT8_FILE, "sha256": sha256(target), "recipe": INT8_RECIPE,
-        "quantized_nodes": len(modules) - len(keep), "fp32_nodes": len(keep)}
+        "quantized_nodes": len(modules) - len(keep), "fp32_nodes": len(keep)}}
     write_json(export_dir / META_FILE, meta)
     return target

@@ -10,7 +10,6 @@ torch tensors, as :meth:`SequenceLabeler.word_logits` returns them.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,26 +20,20 @@ import torch
 from seqrep.config import LabelerConfig
 from seqrep.encode.batch import MAX_TOKENS, Batch
 from seqrep.encode.pipeline import Encoder, EncodesSentences, per_sentence
-from seqrep.errors import ConfigError, ModelError
+from seqrep.errors import ConfigError, ModelError, first_line
 from seqrep.export.files import META_FILE, require_onnx, sha256
+from seqrep.export.folder import (  # noqa: F401 - read_meta: imported from here too
+    backbone_info,
+    check_graph,
+    graph_file,
+    labeler_config,
+    load_tokenizer,
+    read_meta,
+)
 from seqrep.model.backbone import BackboneInfo
+from seqrep.model.checks import check_files
 from seqrep.model.device import Placement
 from seqrep.runtimes import RUNTIMES
-
-
-def read_meta(path: str | Path) -> dict[str, Any]:
-    """The ``seqrep-onnx.json`` of an export folder."""
-    meta = Path(path) / META_FILE
-    if not meta.is_file():
-        raise ModelError(f"{path} is not a seqrep ONNX export (no {META_FILE}); make one with "
-                         f"`seqrep export RUN --onnx OUT`")
-    try:
-        data = json.loads(meta.read_text(encoding="utf-8"))
-        if data.get("format") != "seqrep-onnx":
-            raise KeyError("format")
-        return data
-    except (json.JSONDecodeError, KeyError, AttributeError) as err:
-        raise ModelError(f"{meta}: not a seqrep ONNX export ({err})") from None
 
 
 def is_export(path: str | Path) -> bool:
@@ -111,7 +104,7 @@ class OnnxLabeler(EncodesSentences):
             intra_op_num_threads: ONNX Runtime's threads per operator (default: its own,
                 one per physical core).
             model_file: another graph in the folder (a quantized variant) instead of the
-                exported one.
+                exported one: a plain file name, like the metadata's own.
             verify: check the exported graph's sha256 against the metadata.
             device, precision: accepted for SequenceLabeler's signature; only ``cpu`` (or
                 ``auto``, the default as on the commands: ONNX Runtime's only device here is
@@ -123,35 +116,27 @@ class OnnxLabeler(EncodesSentences):
         """
         _check_placement(device, precision)
         path = Path(path)
+        # every file and field is checked before anything runs (seqrep.export.folder)
         meta = read_meta(path)
-        expected = meta.get("sha256")
-        name = model_file or meta.get("model_file", "model.onnx")
-        if variant is not None:
-            recorded = meta.get("variants", {}).get(variant)
-            if recorded is None:
-                raise ModelError(f"{path} has no {variant} graph; write one with `seqrep export "
-                                 f"RUN --onnx OUT --{variant}`")
-            name, expected = recorded["model_file"], recorded.get("sha256")
-        model_path = path / name
-        if not model_path.is_file():
-            raise ModelError(f"{model_path}: no such ONNX graph")
-        if verify and (variant is not None or name == meta.get("model_file")):
-            digest = sha256(model_path)
+        check_files(path)
+        graph, expected = graph_file(path, meta, model_file, variant)
+        if verify and expected is not None:
+            digest = sha256(graph)
             if digest != expected:
-                raise ModelError(f"{model_path}: sha256 {digest[:12]}... differs from the "
-                                 f"metadata's {str(expected)[:12]}...; the file was changed or "
+                raise ModelError(f"{graph}: sha256 {digest[:12]}... differs from the "
+                                 f"metadata's {expected[:12]}...; the file was changed or "
                                  f"is incomplete")
-        from seqrep.model.backbone import quiet_transformers
-
-        with quiet_transformers():
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(str(path / "tokenizer"),
-                                                      trust_remote_code=False)
-        config = LabelerConfig.from_dict(meta["labeler"])
-        session = cls.make_session(model_path, intra_op_num_threads)
-        labeler = cls(session, tokenizer, config, _info(meta), meta)
-        labeler.model_file = name
+        config = labeler_config(path, meta)
+        info = backbone_info(path, meta)
+        tokenizer = load_tokenizer(path)
+        try:
+            session = cls.make_session(graph, intra_op_num_threads)
+        except Exception as err:  # noqa: BLE001 - ONNX Runtime raises its own error types
+            raise ModelError(f"{graph}: not an ONNX graph ONNX Runtime can load "
+                             f"({first_line(err)})") from None
+        check_graph(path, graph, session, config, info, tokenizer)
+        labeler = cls(session, tokenizer, config, info, meta)
+        labeler.model_file = graph.name
         labeler.runtime = next((r.name for r in RUNTIMES.values()  # onnx, or onnx-int8
                                 if r.onnx and r.variant == variant), f"onnx-{variant}")
         return labeler
@@ -162,7 +147,7 @@ class OnnxLabeler(EncodesSentences):
                           intra_op_num_threads: int | None = None) -> OnnxLabeler:
         """From a graph file and an in-memory tokenizer and config (the export's check)."""
         return cls(cls.make_session(model_path, intra_op_num_threads), tokenizer, config,
-                   _info(meta), meta)
+                   backbone_info(Path(model_path).parent, meta), meta)
 
     def place(self, device: str = "auto", precision: str = "auto") -> OnnxLabeler:
         """SequenceLabeler's :meth:`~seqrep.model.labeler.SequenceLabeler.place`: the graph
@@ -231,17 +216,6 @@ class OnnxLabeler(EncodesSentences):
     def layer_states(self, *args: Any, **kwargs: Any) -> list[torch.Tensor]:
         raise ModelError("probe mode (layer_states) needs the PyTorch labeler; the ONNX graph "
                          "ends at the exit layer")
-
-
-def _info(meta: dict[str, Any]) -> BackboneInfo:
-    b = meta.get("backbone", {})
-    try:
-        return BackboneInfo(str(b.get("source", "")), bool(b.get("is_encoder", False)),
-                            int(b["total_layers"]), int(b["num_layers"]),
-                            int(b["hidden_size"]), int(b.get("pad_id", 0)),
-                            int(b.get("first_position", 0)))
-    except (KeyError, TypeError, ValueError) as err:
-        raise ModelError(f"{META_FILE}: incomplete backbone facts ({err})") from None
 
 
 def _check_placement(device: Any, precision: str | None) -> None:

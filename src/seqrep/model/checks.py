@@ -125,6 +125,18 @@ PROBE_TEXT = "Obama visited Paris, 東京 and Москва 🙂 naïve café 1,0
 def check_tokenizer(tokenizer: Any, num_embeddings: int, source: str) -> None:
     """The tokenizer encodes text, and every id it can produce has an embedding (a tokenizer
     swapped for another would index past the table in the middle of a prediction)."""
+    largest = largest_token_id(tokenizer, source)
+    if largest >= num_embeddings:
+        raise ModelError(f"{source}: the tokenizer produces token id {largest} but the model "
+                         f"has {num_embeddings} embeddings; the tokenizer does not belong to "
+                         f"this model")
+
+
+def largest_token_id(tokenizer: Any, source: str) -> int:
+    """The largest id ``tokenizer`` can produce (its vocabulary, the special tokens the
+    encoder reads, the ids of a probe text), once it has shown it encodes text: what must
+    have an embedding. Where the table's size is not known (an ONNX graph's), the caller
+    feeds this id to the model instead of comparing it with a size."""
     limit = getattr(tokenizer, "model_max_length", None)
     if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit != limit:
         raise ModelError(f"{source}: tokenizer model_max_length={_short(limit)}; expected a "
@@ -141,7 +153,7 @@ def check_tokenizer(tokenizer: Any, num_embeddings: int, source: str) -> None:
     except Exception as err:  # noqa: BLE001 - tokenizers raise many types on bad files
         raise ModelError(f"{source}: the tokenizer cannot encode text "
                          f"({first_line(err)})") from None
-    if not isinstance(largest, int) or largest >= num_embeddings:
-        raise ModelError(f"{source}: the tokenizer produces token id {largest} but the model "
-                         f"has {num_embeddings} embeddings; the tokenizer does not belong to "
-                         f"this model")
+    if isinstance(largest, bool) or not isinstance(largest, int):
+        raise ModelError(f"{source}: the tokenizer produces token id {_short(largest)}; "
+                         f"expected integer ids")
+    return largest
