@@ -8,7 +8,8 @@ output is resumed only when all of them match. Under ``torchrun`` / ``accelerate
 process labels every N-th chunk and the main process writes them in input order.
 
 An existing ``OUT`` is replaced only when it is a finished seqrep output (its first line is a
-prediction record) or with ``overwrite``; the input itself never is (:func:`check_paths`).
+prediction record) or with ``overwrite``; the input itself never is, nor is it ever
+``OUT.partial`` or ``OUT.partial.json``, under any spelling or link (:func:`check_paths`).
 
 Input is read by :mod:`seqrep.inputs` (one text per line, or JSONL records). With a labeler of
 document context, a chunk never ends inside a document (consecutive lines with one
@@ -87,13 +88,28 @@ def _is_prediction_file(path: Path) -> bool:
     return isinstance(first, dict) and set(first) == {"text", "sentences", "spans"}
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two spellings name one file: the same path once ``.``, ``..`` and links are
+    resolved, or (both existing) one file under two names, a hard link."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist: then they are not one file
+        return False
+
+
 def check_paths(source: Path | None, output: Path, overwrite: bool = False,
                 option: str = "--output",
-                replaceable: Callable[[Path], bool] = _is_prediction_file) -> None:
+                replaceable: Callable[[Path], bool] = _is_prediction_file,
+                bookkeeping: Sequence[Path] = ()) -> None:
     """Refuse, before any work, an input that is not a readable regular file and an output
     that would lose data or fail at the end: the input itself (or a link to it), a folder, a
     path in a missing folder, or an existing file ``replaceable`` does not recognise (a
-    finished seqrep output) unless ``overwrite``.
+    finished seqrep output) unless ``overwrite``. The input may be none of ``bookkeeping``
+    either (the files written, renamed and deleted beside the output: ``OUT.partial`` and
+    ``OUT.partial.json``), or the run would overwrite or delete the very text it reads,
+    ``overwrite`` or not.
 
     Raises:
         ConfigError: naming the option and the path.
@@ -110,6 +126,11 @@ def check_paths(source: Path | None, output: Path, overwrite: bool = False,
             raise ConfigError(f"--input {source}: expected a regular file (with --output the "
                               "input is read twice: to count and fingerprint it, then to label "
                               "it)")
+        for kept in bookkeeping:  # OUT.partial, OUT.partial.json: never the input
+            if _same_file(source, Path(kept)):
+                raise ConfigError(f"--input {source}: this file is {kept}, where {option} "
+                                  f"{output} keeps its progress (written, then renamed or "
+                                  "deleted); expected another input or output path")
     if output.is_dir():
         raise ConfigError(f"{option} {output} is a folder; expected a file path")
     parent = output.parent
@@ -168,15 +189,21 @@ def prepare(source: Path, output: Path, identity: dict[str, Any], overwrite: boo
         ConfigError: a path refused, or a partial output from another input or labeler.
     """
     source, output = Path(source), Path(output)
-    check_paths(source, output, overwrite)
+    check_paths(source, output, overwrite, bookkeeping=_meta(output))
     total, size, digest = scan(source)
     made_from = json.loads(json.dumps({"input": str(source.resolve()), "size": size,
                                        "sha256": digest, "labeler": identity}))
     partial, meta = _meta(output)
+    if main and (partial.exists() or partial.is_symlink()) and not partial.is_file():
+        # resuming truncates and appends to it: a FIFO would block, a device never end
+        raise ConfigError(f"{partial} is not a regular file; expected a partial output of "
+                          f"{output} (remove it to start over)")
     if main and partial.exists():
-        try:
-            old = json.loads(meta.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
+        from seqrep.fileio import read_json
+
+        try:  # bounded: a link to /dev/zero or a FIFO is no record, not an endless read
+            old = read_json(meta, "a partial output's record", ConfigError)
+        except ConfigError:
             old = None
         why = _differs(old, made_from)
         if why is not None and not overwrite:
