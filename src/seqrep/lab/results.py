@@ -148,6 +148,8 @@ def read_records(path: str | Path, check: Any = None) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.exists():
         return []
+    if not path.is_file():  # a FIFO would block, a device never end
+        raise DataError(path, "not a regular file; expected a results store (JSONL)")
     data = path.read_bytes()
     if data.startswith(b"\xef\xbb\xbf"):  # a byte-order mark from an editor
         data = data[3:]
@@ -192,21 +194,23 @@ def run_record(folder: str | Path) -> dict[str, Any]:
     Raises:
         ConfigError: the folder holds no finished run (named, with what is missing).
     """
-    from seqrep.errors import ConfigError
+    from seqrep.errors import ConfigError, first_line
+    from seqrep.fileio import read_json
     from seqrep.lab.identity import config_hash
 
     folder = Path(folder)
+    for name in ("run.json", "metrics.json"):
+        if not ((folder / name).exists() or (folder / name).is_symlink()):
+            raise ConfigError(f"{folder}: not a finished run ({name} is missing); expected a "
+                              "results store (JSONL) or a run folder")
+    # bounded reads: a link to /dev/zero or a FIFO is one line, not a hang
+    run = read_json(folder / "run.json", "a seqrep run record", ConfigError)
+    metrics = read_json(folder / "metrics.json", "a seqrep metrics record", ConfigError)
     try:
-        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-        metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
         config = {"labeler": dict(run["labeler"]), "train": dict(run["train"])}
-    except FileNotFoundError as err:
-        raise ConfigError(f"{folder}: not a finished run ({Path(err.filename).name} is "
-                          f"missing); expected a results store (JSONL) or a run folder") from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError, KeyError,
-            TypeError) as err:
+    except (KeyError, TypeError, ValueError) as err:
         raise ConfigError(f"{folder}: run.json / metrics.json unreadable "
-                          f"({str(err)[:120] or type(err).__name__})") from None
+                          f"({first_line(err)[:120]})") from None
     if not isinstance(metrics, dict):
         raise ConfigError(f"{folder}: metrics.json is not an object")
     if metrics.get("status") != "finished":
