@@ -159,6 +159,35 @@ def load_spec(path: str | Path) -> dict[str, Any]:
     return spec
 
 
+def check_folder(run: GridRun, folder: Path) -> None:
+    """Refuse a run folder the grid would resume or take as finished when its ``run.json``
+    names another model than ``run`` (or is no run record): a finished folder's metrics are
+    stored as they are, so without this a folder planted with another model's run, or with
+    hand-written metrics, would enter the store under the grid's model. A folder without
+    ``run.json`` holds no run and is trained from scratch.
+
+    Raises:
+        ConfigError: naming the file, the model it names and the grid's.
+    """
+    from seqrep.errors import SeqrepError, first_line
+    from seqrep.fileio import read_json
+
+    path = Path(folder) / "run.json"
+    if not (path.exists() or path.is_symlink()):
+        return
+    saved = read_json(path, "a seqrep run record", ConfigError)
+    try:
+        if not isinstance(saved, dict) or not isinstance(saved.get("labeler"), dict):
+            raise ValueError("expected an object with a 'labeler' object")
+        model = LabelerConfig.from_dict(saved["labeler"]).model  # as train --resume reads it
+    except (TypeError, ValueError, SeqrepError) as err:
+        raise ConfigError(f"{path}: not a seqrep run record ({first_line(err)})") from None
+    if model != run.labeler.model:
+        raise ConfigError(f"{path} names model {model!r:.200}, not {run.labeler.model!r} as "
+                          f"this grid run should; refusing to take or resume it (remove the "
+                          f"folder to run it again)")
+
+
 def execute(run: GridRun, folder: Path) -> dict[str, Any]:
     """Run one grid entry in this process; returns its measurements (used in a child)."""
     import os
@@ -168,6 +197,7 @@ def execute(run: GridRun, folder: Path) -> dict[str, Any]:
 
     from seqrep.train import train
 
+    check_folder(run, folder)  # finished folders too: train returns their metrics unchecked
     torch.set_num_threads(run.train.threads or os.cpu_count() or 1)
     start = time.time()
     if run.probe_layers is not None:
@@ -227,6 +257,7 @@ def run_grid(path: str | Path, dry_run: bool = False, echo: Any = print,
     for i, run in enumerate(todo, 1):
         folder = Path(spec["output"]) / run.name
         echo(f"[{i}/{len(todo)}] {run.name}")
+        check_folder(run, folder)  # before a child process starts
         with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
             result = pool.submit(execute, run, folder).result()
         records = result["metrics"] if isinstance(result["metrics"], list) else [result["metrics"]]
