@@ -27,7 +27,6 @@ from typing import Any
 from seqrep.config import InferenceConfig, LabelerConfig
 from seqrep.contexts import CONTEXTS, SENTENCE, context_of
 from seqrep.lab.bench_rows import (  # noqa: F401 - the rows' jobs, importable from here as before
-    DTYPES,
     PRECISIONS,
     TORCH_PRECISIONS,
     _authors_way,
@@ -41,8 +40,20 @@ from seqrep.lab.bench_rows import (  # noqa: F401 - the rows' jobs, importable f
 )
 from seqrep.lab.cells import unmask_of
 from seqrep.lab.tables import bench_markdown  # noqa: F401 - its home before
-from seqrep.model.device import cpu_features
 from seqrep.model.labeler_config import UNMASK_NAMES as UNMASKS
+
+# No module imported here imports torch: the CLI builds `seqrep bench`'s options from
+# BenchConfig at start-up, and `seqrep --help` must not wait seconds for torch. The rows
+# (seqrep.lab.bench_rows) import it where they run, in their own processes.
+
+
+def __getattr__(name: str) -> Any:
+    """``DTYPES``, importable from here as before (it imports torch, so only when asked)."""
+    if name == "DTYPES":
+        from seqrep.lab import bench_rows
+
+        return bench_rows.DTYPES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _f(default: Any, help: str) -> Any:
@@ -143,6 +154,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
     """Measure every configuration of ``cfg`` on its device; returns rows, the ceilings and
     speed-ups."""
     from seqrep.data import load_corpus
+    from seqrep.model.device import cpu_features
 
     device = cfg.resolved_device()
 

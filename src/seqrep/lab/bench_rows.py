@@ -9,21 +9,35 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
-
-import torch
-from torch import nn
+from typing import TYPE_CHECKING, Any
 
 from seqrep.contexts import DOCUMENT, SENTENCE, context_of
-from seqrep.lab.speed import block_linears, flops_per_token, forward_flops, matmul_rate
 from seqrep.model.tuning import FROZEN
 from seqrep.runtimes import RUNTIMES, Runtime
+
+if TYPE_CHECKING:  # torch is imported where a row runs: `seqrep --help` builds the bench
+    import torch  # options from this module's names and must not wait seconds for torch
+    from torch import nn
 
 # What a row runs: a PyTorch autocast precision, or an ONNX runtime of seqrep.runtimes (its
 # graph variant; measured against the fp32 ceiling)
 TORCH_PRECISIONS = ("fp32", "bf16")
 PRECISIONS = (*TORCH_PRECISIONS, *(r.name for r in RUNTIMES.values() if r.onnx))
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+def _dtypes() -> dict[str, torch.dtype]:
+    """The torch dtype of each PyTorch precision (torch imported on first use)."""
+    import torch
+
+    return {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+def __getattr__(name: str) -> Any:
+    """``DTYPES`` (precision -> torch dtype) as before, made when asked for, so that
+    importing this module does not import torch."""
+    if name == "DTYPES":
+        return _dtypes()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _onnx(setting: str) -> Runtime | None:
@@ -42,11 +56,15 @@ def matmul_gflops(m: int, k: int, n: int, repeats: int = 20, precision: str = "f
     """Measured GFLOP/s of ``x @ w.T`` with ``x`` of shape ``(m, k)`` and ``w`` of
     shape ``(n, k)``: the product an ``nn.Linear(k, n)`` runs on ``m`` tokens, in fp32 or
     in bf16 (the operands autocast would hand the kernel)."""
-    return matmul_rate(m, k, n, device, DTYPES[precision], repeats) / 1e9
+    from seqrep.lab.speed import matmul_rate
+
+    return matmul_rate(m, k, n, device, _dtypes()[precision], repeats) / 1e9
 
 
 def linear_shapes(model: nn.Module) -> list[tuple[int, int]]:
     """The distinct ``(in, out)`` shapes of the Linear layers in the model's blocks."""
+    from seqrep.lab.speed import block_linears
+
     return sorted({(m.in_features, m.out_features) for m in block_linears(model)})
 
 
@@ -56,6 +74,8 @@ def matmul_ceiling(model: str, tokens: int, threads: int | None,
     """The device's rate in ``precision`` on the model's own matrix products: the fastest of
     its Linear shapes on ``tokens`` rows (one full batch). Runs in a child process like the
     measured passes, so both see the same threads."""
+    import torch
+
     from seqrep.model.labeler import SequenceLabeler
 
     if threads:
@@ -82,6 +102,9 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     (outputs come back on the CPU, so each timed pass ends when the device is done)."""
     import resource
 
+    import torch
+
+    from seqrep.lab.speed import flops_per_token, forward_flops
     from seqrep.model.labeler import SequenceLabeler
 
     if threads:
@@ -150,6 +173,8 @@ def _export(model: str, repetitions: int, exit_layer: int | None, folder: str,
     """Export the cut labeler a bench row measures to ``folder`` (once: an ONNX fp32 row and
     an int8 row of the same setting share it) and add the int8 graph when ``variant`` asks;
     run in its own process, so the export's memory is in no row's peak."""
+    import torch
+
     from seqrep.export import META_FILE
     from seqrep.export.onnx import export_labeler
     from seqrep.export.runtime import read_meta
