@@ -327,6 +327,7 @@ def test_a_run_whose_base_is_missing_names_the_base(runs, tmp_path: Path, capsys
     shutil.copytree(runs("llama").out / "best", copy)
     config = json.loads((copy / "config.json").read_text())
     config["labeler"]["model"] = str(tmp_path / "gone-base")
+    del config["base"]  # a folder from before seqrep recorded its base: loaded by name
     (copy / "config.json").write_text(json.dumps(config))
     with pytest.raises(ModelError, match=r"needs its base model '.*gone-base'"):
         SequenceLabeler.from_pretrained(copy)

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqrep.errors import ModelError
+from seqrep.errors import ModelError, first_line
 from seqrep.model.architectures import (
     UNKNOWN,
     first_position,
@@ -157,6 +157,50 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
 # the weight files transformers reads from a folder with use_safetensors=True
 SAFETENSORS_NAMES = ("model.safetensors", "model.safetensors.index.json")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
+
+
+# A base's fingerprint reads this many blocks of this size from each of its files (the first
+# block of a weight file holds its safetensors header: tensor names, dtypes and shapes).
+SAMPLE_BLOCKS, SAMPLE_BYTES = 16, 1 << 16
+
+
+def fingerprint(folder: Path) -> dict[str, dict[str, Any]]:
+    """What tells a local base model folder from another, cheaply enough to check on every
+    load of a run that keeps no backbone: for ``config.json`` and each weight file, its size
+    and the SHA-256 of :data:`SAMPLE_BLOCKS` blocks of :data:`SAMPLE_BYTES` read at even
+    offsets through it (the whole file when it is smaller: ``config.json`` is hashed whole).
+
+    Why a sample, not sizes or full hashes: two fine-tunes of one architecture have the same
+    config, shapes and so byte sizes, but nearly every weight differs, so blocks spread
+    through the file tell them apart; a full hash would read a 7B base's 14 GB on every load
+    (tens of seconds) where the sample reads 1 MiB per file. A base changed in a few tensors
+    only (a resized embedding) can pass unseen: this guards against another model at the
+    path, not against a tampered one (the run's own files are checked as always).
+    """
+    import hashlib
+
+    names = sorted({"config.json", *(p.name for p in folder.glob("*.safetensors")),
+                    *(p.name for p in folder.glob("*.safetensors.index.json"))})
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        path = folder / name
+        if not path.is_file():  # a device, a pipe or a missing file: nothing is read
+            continue
+        try:
+            size = path.stat().st_size
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                if size <= SAMPLE_BLOCKS * SAMPLE_BYTES:
+                    digest.update(f.read(size))
+                else:
+                    step = (size - SAMPLE_BYTES) / (SAMPLE_BLOCKS - 1)
+                    for i in range(SAMPLE_BLOCKS):
+                        f.seek(round(i * step))
+                        digest.update(f.read(SAMPLE_BYTES))
+        except OSError as err:
+            raise ModelError(f"{path}: cannot be read ({first_line(err)})") from None
+        out[name] = {"bytes": size, "sample_sha256": digest.hexdigest()}
+    return out
 
 
 def require_weights(folder: Path, names: tuple[str, ...], what: str) -> None:

@@ -13,6 +13,8 @@ Layout::
     DIR/config.json          LabelerConfig (labels included) + seqrep version + the first
                              position id the backbone was fed (none recorded: 0, as seqrep
                              fed every model before it numbered RoBERTa-type ones from 2)
+                             + for a run that keeps no backbone on a local base, ``base``:
+                             its absolute path and fingerprint, checked on load
     DIR/head.safetensors     the linear head, fp32
     DIR/adapter/             LoRA adapter (finetune=lora or qlora), peft format
     DIR/backbone/            the cut backbone's weights (finetune=full)
@@ -20,9 +22,11 @@ Layout::
 
 Which of ``adapter/`` and ``backbone/`` a folder holds is its fine-tuning mode's
 (:data:`seqrep.model.tuning.MODES`: ``saves_adapter``, ``saves_backbone``); a run that keeps
-no backbone (``frozen``, ``lora``, ``qlora``) references the base model by name and reloads
-it; a quantized (QLoRA) run goes on the 4-bit base where bitsandbytes can quantize, else
-(with a notice) on the full-precision base, as its mode's ``fallback``.
+no backbone (``frozen``, ``lora``, ``qlora``) references the base model and reloads it (a local
+base by its recorded absolute path, refused in one line when another model, or none, is there;
+a packaged alias or hub id by name); a quantized (QLoRA) run goes on the 4-bit base where
+bitsandbytes can quantize, else (with a notice) on the full-precision base, as its mode's
+``fallback``.
 """
 
 from __future__ import annotations
@@ -45,12 +49,14 @@ from seqrep.model.backbone import (
     SAFETENSORS_NAMES,
     Backbone,
     BackboneInfo,
+    fingerprint,
     load_backbone,
     quiet_transformers,
     require_weights,
 )
 from seqrep.model.device import qlora_device
 from seqrep.model.labeler_config import LabelerConfig
+from seqrep.model.packaged import PACKAGED
 from seqrep.model.tuning import MODES, REBUILT, qlora_problem
 
 if TYPE_CHECKING:
@@ -89,10 +95,14 @@ MAX_FIRST = 1 << 16
 def save_labeler(labeler: SavedLabeler, path: Path) -> Path:
     """Write ``labeler`` to ``path`` atomically; returns the path."""
     with atomic_dir(path) as tmp, quiet_transformers():
-        write_json(tmp / "config.json", {"seqrep_version": seqrep.__version__,
-                                         "total_layers": labeler.backbone_info.total_layers,
-                                         "first_position": labeler.backbone_info.first_position,
-                                         "labeler": labeler.config.to_dict()})
+        record = {"seqrep_version": seqrep.__version__,
+                  "total_layers": labeler.backbone_info.total_layers,
+                  "first_position": labeler.backbone_info.first_position,
+                  "labeler": labeler.config.to_dict()}
+        base = _base_record(labeler)
+        if base is not None:
+            record["base"] = base
+        write_json(tmp / "config.json", record)
         head = {k: v.detach().float().contiguous().cpu()
                 for k, v in labeler.head.state_dict().items()}
         save_file(head, str(tmp / "head.safetensors"))
@@ -103,6 +113,59 @@ def save_labeler(labeler: SavedLabeler, path: Path) -> Path:
             labeler.backbone.save_pretrained(str(tmp / "backbone"), safe_serialization=True)
         labeler.tokenizer.save_pretrained(str(tmp / "tokenizer"))
     return path
+
+
+def _base_record(labeler: SavedLabeler) -> dict[str, Any] | None:
+    """Where a run that keeps no backbone finds its base again: a local folder's absolute path
+    and :func:`~seqrep.model.backbone.fingerprint`, or None (a run that keeps its backbone; a
+    packaged alias, which keeps its own name; a hub id). ``--model`` as typed stays the
+    config's ``model``, but a relative path means another folder, or a hub repository, from
+    another directory, and a different model at the same path would take the adapter and
+    head without an error."""
+    source = Path(labeler.backbone_info.source)
+    if MODES[labeler.config.finetune].saves_backbone or labeler.config.model in PACKAGED \
+            or not source.is_dir():
+        return None
+    return {"path": str(source.resolve()), "files": fingerprint(source)}
+
+
+def _recorded_base(path: Path, config: LabelerConfig) -> str | None:
+    """The base folder a run that keeps no backbone recorded, checked to be the model it was
+    trained on; None for a folder that recorded none (written before seqrep recorded bases,
+    or on a packaged alias or a hub id): its ``model`` is loaded by name, as before.
+
+    Where the recorded path is gone, the name as typed is tried as a folder (a project moved
+    whole, run and base, loads from the directory it was trained in), under the same check."""
+    cfg = path / "config.json"
+    base = read_json(cfg, "a seqrep labeler config").get("base")
+    if base is None:
+        return None
+    if not (isinstance(base, dict) and isinstance(base.get("path"), str)
+            and isinstance(base.get("files"), dict)):
+        raise ModelError(f"{cfg}: base={_short(base)}; expected an object with the base "
+                         f"model's 'path' and its 'files' fingerprint")
+    folder = Path(base["path"])
+    what = f"this {config.finetune} run was trained on"
+    if not folder.is_dir():
+        if not Path(config.model).is_dir():
+            raise ModelError(f"{path}: {what} the base model at {folder}, which does not "
+                             f"exist (the run names it {config.model!r}); put that model "
+                             f"back there")
+        folder = Path(config.model).resolve()
+    found = fingerprint(folder)
+    if found != base["files"]:
+        differs = sorted(set(found) ^ set(base["files"])) or sorted(
+            name for name in found if found[name] != base["files"][name])
+        kept = "adapter and head" if MODES[config.finetune].saves_adapter else "head"
+        raise ModelError(f"{path}: {folder} is not the base model {what} ({differs[0]} "
+                         f"differs from the one it was trained on); its {kept} would run on "
+                         f"another model")
+    return str(folder)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:60] + "..."
 
 
 def model_dir(path: Path) -> Path:
@@ -122,6 +185,8 @@ def read_config(path: Path) -> LabelerConfig:
     """The LabelerConfig saved in a labeler (or run) folder."""
     path = model_dir(path)
     cfg = path / "config.json"
+    if not path.exists():  # a mistyped path: "no config.json" would send one looking inside
+        raise ModelError(f"{path} does not exist; expected a run folder or a saved labeler")
     if not cfg.exists():
         raise ModelError(f"{path} is not a saved labeler (no config.json)")
     data = read_json(cfg, "a seqrep labeler config")
@@ -260,12 +325,14 @@ def load_labeler(cls: type[L], path: Path, trust_remote_code: bool = False,
     else:
         if mode.saves_adapter:
             require_weights(path / "adapter", (ADAPTER_WEIGHTS,), "LoRA adapter")
+        source = _recorded_base(path, config)
         base = _qlora_base(config, path, full_precision) if mode.quantized else config
         try:
-            backbone = cls._load_backbone(base, tokenizer=tokenizer)
+            backbone = cls._load_backbone(base, source=source, tokenizer=tokenizer)
         except ModelError as err:
             raise ModelError(f"{path}: this {config.finetune} run needs its base model "
-                             f"{config.model!r}, which cannot be loaded: {err}") from None
+                             f"{source or config.model!r}, which cannot be loaded: {err}"
+                             ) from None
     # the position numbering it was trained with, even where it is not the model's own
     backbone.info = dataclasses.replace(backbone.info, first_position=_first_position(path))
     labeler = cls(config.replace(finetune=REBUILT), backbone)
