@@ -24,7 +24,7 @@ def test_bad_choices_are_config_errors() -> None:
             resolve_device("cuda")
     with pytest.raises(ConfigError, match="expected auto"):
         resolve_device("tpu")
-    with pytest.raises(ConfigError, match="fp16 is not supported on the CPU"):
+    with pytest.raises(ConfigError, match="'fp16' is not supported on the CPU"):
         resolve_precision("fp16", torch.device("cpu"))
     with pytest.raises(ConfigError, match="expected one of"):
         resolve_precision("fp8", torch.device("cpu"))
@@ -207,3 +207,43 @@ def test_cpu_features_reads_the_model_and_the_flags_that_change_speed(monkeypatc
             assert device.cpu_has_bf16() is native
         finally:
             device.cpu_has_bf16.cache_clear()
+
+
+def test_place_names_its_parameters_and_the_cli_its_options(tiny, monkeypatch) -> None:
+    """From Python, a device the machine lacks is one SeqrepError naming the parameter
+    (``device='cuda'``), not the command line's ``--device`` (issue 37, item 16); the error's
+    ``option_message``, which the CLI prints, names the option."""
+    from seqrep.errors import SeqrepError
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # a CPU-only machine
+    lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, finetune="frozen")
+    with pytest.raises(SeqrepError) as err:
+        lab.place("cuda", "bf16")
+    message = str(err.value)
+    assert message.startswith("device='cuda': CUDA is not available here") and \
+        "--device" not in message and "device='cpu'" in message and "\n" not in message
+    with pytest.raises(SeqrepError, match=r"^precision='fp16' is not supported on the CPU"):
+        lab.place("cpu", "fp16")
+    with pytest.raises(SeqrepError, match=r"^device='tpu'; expected auto"):
+        lab.place("tpu")
+    assert err.value.option_message == ("--device cuda: CUDA is not available here (no GPU, "
+                                        "or a CPU build of torch); use --device cpu")
+    with pytest.raises(SeqrepError) as err:
+        lab.place("cpu", "fp8")
+    assert str(err.value).startswith("precision='fp8'; expected one of")
+    assert err.value.option_message.startswith("--precision 'fp8'; expected one of")
+    assert lab.place("cpu", "fp32") is lab  # a failed place left it usable
+
+
+def test_the_cli_names_the_option_where_python_names_the_parameter(tiny, tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """`seqrep predict RUN --device cuda` on a CPU-only machine: one line naming --device."""
+    from inprocess import seqrep
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    run = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, finetune="frozen"
+                                     ).save_pretrained(tmp_path / "lab")
+    ran = seqrep("predict", str(run), "Obama visited Paris.", "--device", "cuda")
+    assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stderr
+    assert ran.stderr.startswith("error: --device cuda: CUDA is not available here")
+    assert "device='cuda'" not in ran.stderr

@@ -19,6 +19,21 @@ app = typer.Typer(
     help="Sequence labeling with decoder-only language models by sequence repetition.")
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        import seqrep
+
+        print(f"seqrep {seqrep.__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_eager=True,
+                                       callback=_show_version,
+                                       help="Print seqrep's version and exit.")) -> None:
+    """Sequence labeling with decoder-only language models by sequence repetition."""
+
+
 def _register() -> None:
     # Imported here so that `seqrep --help` stays fast and each command owns its module.
     from seqrep.cli import (
@@ -82,7 +97,9 @@ def main(argv: list[str] | None = None) -> None:
 
             end_processes()
     except SeqrepError as err:
-        print(f"error: {err}", file=sys.stderr)
+        # a refusal worded for the command line where it has one (--device cuda) rather than
+        # for Python (device='cuda'): seqrep.model.device's errors carry both
+        print(f"error: {getattr(err, 'option_message', None) or err}", file=sys.stderr)
         sys.exit(2)
     except NoArgsIsHelpError as err:  # bare `seqrep` (or a group): the help, not an error
         err.show()

@@ -14,7 +14,9 @@
 
 Bad choices (``cuda`` without CUDA, ``bf16`` on a GPU without it, ``fp16`` on the CPU) are a
 ConfigError that says what to do; ``bf16`` on a CPU without native bf16 runs (emulated) with a
-warning that it is slower there.
+warning that it is slower there. An error names the setting as the caller gave it: its message
+as a Python parameter (``device='cuda'``), its ``option_message`` as the command line's option
+(``--device cuda``), which the CLI prints instead.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,24 @@ from seqrep.errors import ConfigError
 from seqrep.runtimes import PRECISIONS, RUNTIMES
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+
+def _parameter(name: str, value: object, quote: bool = False) -> str:
+    return f"{name}={value!r}"
+
+
+def _option(name: str, value: object, quote: bool = False) -> str:
+    return f"--{name} {value!r}" if quote else f"--{name} {value}"
+
+
+def _refused(build: Callable[[Callable[..., str]], str]) -> ConfigError:
+    """A ConfigError worded for Python, naming parameters (``device='cuda'``), that carries as
+    ``option_message`` the same refusal worded for the command line (``--device cuda``), the
+    line the CLI prints: ``build`` writes the message with the namer it is given."""
+    err = ConfigError(build(_parameter))
+    err.option_message = build(_option)  # type: ignore[attr-defined]
+    return err
 
 
 # the CPU features that change how fast a benchmark runs: AVX2 or AVX-512, native bf16
@@ -89,22 +109,25 @@ def resolve_device(name: str = "auto") -> torch.device:
         return torch.device("cpu")
     if name == "mps":
         if not torch.backends.mps.is_available():
-            raise ConfigError("--device mps: this machine has no Apple MPS device; use "
-                              "--device cpu")
+            raise _refused(lambda n: f"{n('device', 'mps')}: this machine has no Apple MPS "
+                                     f"device; use {n('device', 'cpu')}")
         return torch.device("mps")
     if name == "cuda" or name.startswith("cuda:"):
         if not torch.cuda.is_available():
-            raise ConfigError(f"--device {name}: CUDA is not available here (no GPU, or a CPU "
-                              f"build of torch); use --device cpu")
+            raise _refused(lambda n: f"{n('device', name)}: CUDA is not available here (no "
+                                     f"GPU, or a CPU build of torch); use {n('device', 'cpu')}")
         try:
             index = int(name.split(":", 1)[1]) if ":" in name else local
         except ValueError:
-            raise ConfigError(f"--device {name!r}: expected cuda or cuda:N") from None
+            raise _refused(lambda n: f"{n('device', name, True)}: expected cuda or cuda:N"
+                           ) from None
         if not 0 <= index < torch.cuda.device_count():
-            raise ConfigError(f"--device {name}: there are {torch.cuda.device_count()} GPUs "
-                              f"(cuda:0..cuda:{torch.cuda.device_count() - 1})")
+            count = torch.cuda.device_count()
+            raise _refused(lambda n: f"{n('device', name)}: there are {count} GPUs "
+                                     f"(cuda:0..cuda:{count - 1})")
         return torch.device("cuda", index)
-    raise ConfigError(f"--device {name!r}; expected auto, cpu, cuda, cuda:N or mps")
+    raise _refused(lambda n: f"{n('device', name, True)}; expected auto, cpu, cuda, cuda:N "
+                             f"or mps")
 
 
 def resolve_precision(name: str, device: torch.device, training: bool = False) -> str:
@@ -112,27 +135,30 @@ def resolve_precision(name: str, device: torch.device, training: bool = False) -
     (``training``: for a training run, which keeps fp32 on a CPU unless asked)."""
     name = (name or "auto").lower()
     if name not in PRECISIONS:
-        raise ConfigError(f"--precision {name!r}; expected one of {', '.join(PRECISIONS)}")
+        raise _refused(lambda n: f"{n('precision', name, True)}; expected one of "
+                                 f"{', '.join(PRECISIONS)}")
     if training and name == "fp16":
-        raise ConfigError("--precision fp16: training in fp16 needs loss scaling, which seqrep "
-                          "does not do (small gradients would underflow to 0); use bf16 or fp32")
+        raise _refused(lambda n: f"{n('precision', 'fp16')}: training in fp16 needs loss "
+                                 f"scaling, which seqrep does not do (small gradients would "
+                                 f"underflow to 0); use bf16 or fp32")
     if device.type == "cuda":
         bf16 = torch.cuda.is_bf16_supported()
         if name == "auto":
             return "bf16" if bf16 else ("fp32" if training else "fp16")
         if name == "bf16" and not bf16:
-            raise ConfigError(f"--precision bf16: {torch.cuda.get_device_name(device)} has no "
-                              f"bf16; use --precision fp16 or fp32")
+            gpu = torch.cuda.get_device_name(device)
+            raise _refused(lambda n: f"{n('precision', 'bf16')}: {gpu} has no bf16; use "
+                                     f"{n('precision', 'fp16')} or fp32")
         return name
     if name == "auto":
         return "bf16" if device.type == "cpu" and not training and cpu_has_bf16() else "fp32"
     if device.type == "cpu" and name == "fp16":
-        raise ConfigError("--precision fp16 is not supported on the CPU; use bf16 (on CPUs "
-                          "with AVX512-BF16 or AMX) or fp32")
+        raise _refused(lambda n: f"{n('precision', 'fp16')} is not supported on the CPU; use "
+                                 f"bf16 (on CPUs with AVX512-BF16 or AMX) or fp32")
     if device.type == "cpu" and name == "bf16" and not cpu_has_bf16():
         import warnings
 
-        warnings.warn("--precision bf16: this CPU has no native bf16 (AVX512-BF16 or AMX), so "
+        warnings.warn("bf16 precision: this CPU has no native bf16 (AVX512-BF16 or AMX), so "
                       "torch emulates it, slower than fp32", stacklevel=2)
     return name
 
