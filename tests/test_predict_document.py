@@ -44,7 +44,7 @@ def words_of(text: str) -> list[list[str]]:
 def tags_of(lab: SequenceLabeler, sentences: list[list[str]], docs: list | None) -> list:
     """Greedy tags from the labeler's own logits (document rows when ``docs``)."""
     kw = {} if docs is None else {"docs": docs}
-    return [[LABELS[i] for i in x.argmax(-1).tolist()]
+    return [_as_written([LABELS[i] for i in x.argmax(-1).tolist()])
             for x in lab.word_logits(sentences, **kw)]
 
 
@@ -153,8 +153,10 @@ def test_streaming_never_splits_a_document(lab, tmp_path: Path) -> None:
     assert record_tags(_records(out)) == expected
     # a partial output cut inside document "a" (after 2 of its 3 lines) resumes at its start
     _interrupt(lab, src, tmp_path / "again.jsonl", stop_at=5, keep=2)
-    # a resume from line 3 would label it alone: that changes its tags
-    assert tags_of(lab, [["Peter", "Blackburn", "left", "."]], None) != expected[5:6]
+    # a resume from line 3 would label it alone: that changes its record (tags or scores)
+    line3 = [["Peter", "Blackburn", "left", "."]]
+    in_doc = predict_tags(lab, words_of(TEXT) + words_of(OTHER) + line3, docs=["a"] * 6)[5]
+    assert predict_tags(lab, line3)[0] != in_doc
     whole = _records(out)
     assert predict_file(lab, src, tmp_path / "again.jsonl", chunk=2) == 7
     assert _records(tmp_path / "again.jsonl") == whole
@@ -298,3 +300,15 @@ def test_a_sentence_level_labeler_resumes_where_its_output_stops(folder: Path,
     said: list[str] = []
     assert predict_file(lab, src, out, chunk=2, log=said.append) == len(ROWS)
     assert said and "resuming after 2 records" in said[0]
+
+
+def _as_written(tags):  # noqa: ANN001, ANN202
+    from seqrep.data.tags import spans_to_tags, strict_spans
+    return spans_to_tags(strict_spans(tags), len(tags), "IOB2")
+
+
+def _written_probs(x, labels):  # noqa: ANN001, ANN202
+    import torch
+    soft = torch.softmax(x, -1)
+    tags = _as_written([labels[i] for i in x.argmax(-1).tolist()])
+    return [float(soft[i, labels.index(t)]) for i, t in enumerate(tags)]

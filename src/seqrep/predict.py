@@ -36,16 +36,41 @@ def predict_tags(labeler: Labeler, sentences: Sequence[Sequence[str]],
 
 def decode_logits(labeler: Labeler, sentences: Sequence[Any], logits: Sequence[Any],
                   decoding: str | None = None) -> list[tuple[list[str], list[float]]]:
-    """Tags and probabilities from per-sentence logits, decoded as the labeler decodes."""
-    method = task_of(labeler.config.task).decoding(decoding or labeler.config.decoding)
-    return [decode(x, labeler.config.labels, method) if len(s) else ([], [])
-            for s, x in zip(sentences, logits)]
+    """Tags and probabilities from per-sentence logits, decoded as the labeler decodes and
+    written as its task writes them (:meth:`~seqrep.tasks.Task.written`: an ``I-`` that
+    continues no span becomes ``O``, with ``O``'s probability), so that every output of a
+    prediction, and the score of an evaluation, reads the same spans."""
+    kind = task_of(labeler.config.task)
+    method = kind.decoding(decoding or labeler.config.decoding)
+    labels = labeler.config.labels
+    out: list[tuple[list[str], list[float]]] = []
+    for s, x in zip(sentences, logits):
+        if not len(s):
+            out.append(([], []))
+            continue
+        tags, probs = decode(x, labels, method)
+        written = kind.written(tags)
+        if written != tags:
+            probs = _probabilities(x, labels, written, tags, probs)
+        out.append((written, probs))
+    return out
+
+
+def _probabilities(logits: Any, labels: Sequence[str], written: list[str], decoded: list[str],
+                   probs: list[float]) -> list[float]:
+    """``probs`` with each rewritten word's probability that of the tag written for it."""
+    import torch
+
+    soft = torch.softmax(torch.as_tensor(logits).detach().float().cpu(), dim=-1)
+    index = {tag: i for i, tag in enumerate(labels)}
+    return [float(soft[i, index[w]]) if w != d and w in index else p
+            for i, (w, d, p) in enumerate(zip(written, decoded, probs))]
 
 
 def word_spans(tags: Sequence[str], task: str = "spans") -> list[tuple[int, int, str]]:
     """The spans of predicted tags, by the rule evaluation scores them: strict IOB2 for span
-    labeling (an ``I-`` that continues no span belongs to none), one span per word for token
-    tagging."""
+    labeling (an ``I-`` that continues no span belongs to none; :func:`decode_logits` writes
+    it ``O``), one span per word for token tagging."""
     return task_of(task).spans(tags)
 
 

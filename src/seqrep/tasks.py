@@ -7,8 +7,10 @@ A task is what a labeler's tags mean and how they are scored:
 - ``tokens``: one plain tag per word (POS), scored by accuracy over words.
 
 A decoding turns per-word logits into tags: ``greedy`` (argmax per word) or ``constrained``
-(Viterbi over valid IOB2 transitions, :mod:`seqrep.decode`). Training may ask for ``auto``: the
-one that scores higher on validation (:func:`seqrep.evaluate.choose_decoding`).
+(Viterbi over valid IOB2 transitions, :mod:`seqrep.decode`). Training may ask for ``auto``:
+constrained unless greedy scores clearly higher on validation
+(:func:`seqrep.evaluate.choose_decoding`). Predicted tags are written as the task reads them
+(:meth:`Task.written`), so every output of a prediction holds the spans evaluation scores.
 
 Callers look an object up by the name a config stores (:func:`task_of`, :data:`DECODINGS`) and
 ask it; adding a task or a decoding touches this module (and, for a decoding, the algorithm in
@@ -22,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from seqrep.data.tags import strict_spans, tags_to_spans
+from seqrep.data.tags import spans_to_tags, strict_spans, tags_to_spans
 from seqrep.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -119,6 +121,11 @@ class Task:
         rule evaluation scores them."""
         raise NotImplementedError
 
+    def written(self, tags: Sequence[str]) -> list[str]:
+        """Predicted tags as outputs write them: tags whose spans every reader finds alike,
+        and are exactly :meth:`spans` (token tagging: as they are)."""
+        return list(tags)
+
     def __repr__(self) -> str:
         return f"<task {self.name}>"
 
@@ -172,6 +179,16 @@ class SpanTask(Task):
         """Strict IOB2: an ``I-`` that continues no span belongs to none."""
         return strict_spans(tags)
 
+    def written(self, tags: Sequence[str]) -> list[str]:
+        """The spans evaluation scores (strict IOB2) as clean IOB2: an ``I-`` that continues
+        no span (greedy decoding's) is written ``O``. Left as it was, conlleval and seqeval's
+        default mode would start a span there that the JSON spans and the score do not have;
+        written ``O``, JSON spans, CoNLL columns and the F1 all read one set of spans. Tags
+        that are not IOB2 (a labeler given plain labels) stay as they are."""
+        if not all(t == "O" or t[:2] in ("B-", "I-") for t in tags):
+            return list(tags)
+        return spans_to_tags(strict_spans(tags), len(tags), "IOB2")
+
 
 class TokenTask(Task):
     """Token tagging: one plain tag per word, accuracy, greedy decoding only."""
@@ -211,6 +228,29 @@ class TokenTask(Task):
 
 SPANS, TOKENS = SpanTask(), TokenTask()
 TASKS: dict[str, Task] = {t.name: t for t in (SPANS, TOKENS)}
+
+
+def unknown_labels_message(source: str, unknown: Iterable[str], labels: Sequence[str],
+                           task: str | Task = "spans") -> str:
+    """The error for gold ``unknown`` tags a model with ``labels`` does not know, saying what
+    ``--label-map OLD=NEW`` maps: label names (``PERSON=PER``), never the ``B-``/``I-`` tags
+    the gold is listed in, with an example pairing an unknown name with the model's closest
+    (one that starts the other, else the most alike)."""
+    import difflib
+
+    kind = task_of(task)
+    tags = sorted(set(unknown))
+    names, known = sorted(kind.types(tags)), sorted(kind.types(labels))
+    what = "map them" if names == tags else "map label names, not B-/I- tags,"
+    example = ""
+    if names and known:
+        old, new = max(((u, m) for u in names for m in known), key=lambda pair: (
+            pair[0].startswith(pair[1]) or pair[1].startswith(pair[0]),
+            difflib.SequenceMatcher(None, *pair).ratio()))
+        example = f", e.g. --label-map {old}={new}"
+    return (f"{source or 'the dataset'} has labels the model does not know: "
+            f"{', '.join(tags)} (model labels: {', '.join(known)}); {what} with "
+            f"--label-map OLD=NEW{example}")
 
 
 def task_names(auto: bool = False) -> tuple[str, ...]:

@@ -47,7 +47,7 @@ def _sentences(text: str) -> list[list[str]]:
 
 
 def _tags(logits: list[torch.Tensor]) -> list[list[str]]:
-    return [[LABELS[i] for i in x.argmax(-1).tolist()] for x in logits]
+    return [_as_written([LABELS[i] for i in x.argmax(-1).tolist()]) for x in logits]
 
 
 def test_export_keeps_document_context_and_checks_its_rows(folders) -> None:
@@ -136,3 +136,15 @@ def test_the_focus_layout_survives_export(tiny, tmp_path: Path) -> None:
     onnx_lab = OnnxLabeler.from_pretrained(tmp_path / "onnx")
     for x, y in zip(lab.word_logits(sents, docs=docs), onnx_lab.word_logits(sents, 4, docs=docs)):
         torch.testing.assert_close(y, x, rtol=0, atol=TOL)
+
+
+def _as_written(tags):  # noqa: ANN001, ANN202
+    from seqrep.data.tags import spans_to_tags, strict_spans
+    return spans_to_tags(strict_spans(tags), len(tags), "IOB2")
+
+
+def _written_probs(x, labels):  # noqa: ANN001, ANN202
+    import torch
+    soft = torch.softmax(x, -1)
+    tags = _as_written([labels[i] for i in x.argmax(-1).tolist()])
+    return [float(soft[i, labels.index(t)]) for i, t in enumerate(tags)]

@@ -41,13 +41,14 @@ def _tags(records: list[dict]) -> list[list[str]]:
 def _document_tags(lab: SequenceLabeler, text: str) -> list[list[str]]:
     """The labeler's own document encode of the text's sentences (the independent route)."""
     sents = [[text[s:e] for s, e in w] for _, w in split_text(text)]
-    return [[LABELS[i] for i in x.argmax(-1).tolist()]
+    return [_as_written([LABELS[i] for i in x.argmax(-1).tolist()])
             for x in lab.word_logits(sents, docs=["d"] * len(sents))]
 
 
 def _sentence_tags(lab: SequenceLabeler, text: str) -> list[list[str]]:
     sents = [[text[s:e] for s, e in w] for _, w in split_text(text)]
-    return [[LABELS[i] for i in x.argmax(-1).tolist()] for x in lab.word_logits(sents)]
+    return [_as_written([LABELS[i] for i in x.argmax(-1).tolist()])
+            for x in lab.word_logits(sents)]
 
 
 def test_batched_requests_label_each_text_as_one_document(doc_lab, same) -> None:
@@ -63,7 +64,7 @@ def test_batched_requests_label_each_text_as_one_document(doc_lab, same) -> None
     assert _tags(got[0]) == want
     same(got[0], predict_text(doc_lab, TEXTS))
     same(got[1] + got[2], predict_text(doc_lab, TEXTS))
-    probs = [torch.softmax(x, -1).max(-1).values.tolist()
+    probs = [_written_probs(x, LABELS)
              for x in doc_lab.word_logits([["Maria", "left", "Tokyo", "for", "Moscow", "."],
                                            ["Boris", "praised", "Madrid", "."]], docs=[0, 0])]
     for sentence, p in zip(got[3][0]["sentences"], probs):
@@ -118,7 +119,7 @@ def test_word_scores_of_a_request_of_several_texts_are_each_text_s_own(doc_lab) 
     batcher.close()
     for record, text in zip(got, TEXTS[1:]):
         sents = [[text[s:e] for s, e in w] for _, w in split_text(text)]
-        probs = [torch.softmax(x, -1).max(-1).values.tolist()
+        probs = [_written_probs(x, LABELS)
                  for x in doc_lab.word_logits(sents, docs=[0] * len(sents))]
         for sentence, p in zip(record["sentences"], probs, strict=True):
             assert sentence["scores"] == pytest.approx(p, abs=1.5e-4)
@@ -134,3 +135,14 @@ def test_a_short_text_of_two_sentences_is_one_row_in_the_batch_budget(doc_lab) -
     job.documents = [tuple(text_sentences(t)) for t in job.texts]
     assert len(job.sentences) == 4
     assert len(Batcher(doc_lab)._rows(job)) == 2  # one row per text
+
+
+def _as_written(tags):  # noqa: ANN001, ANN202
+    from seqrep.data.tags import spans_to_tags, strict_spans
+    return spans_to_tags(strict_spans(tags), len(tags), "IOB2")
+
+
+def _written_probs(x, labels):  # noqa: ANN001, ANN202
+    soft = torch.softmax(x, -1)
+    tags = _as_written([labels[i] for i in x.argmax(-1).tolist()])
+    return [float(soft[i, labels.index(t)]) for i, t in enumerate(tags)]
