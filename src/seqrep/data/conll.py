@@ -44,10 +44,24 @@ def _split(line: str, tab: bool) -> list[str]:
     return line.split()
 
 
-def _check_column(index: int, ncols: int, what: str, path: Path, lineno: int) -> None:
+def _check_column(index: int, ncols: int, what: str, path: Path, lineno: int,
+                  lines: list[str]) -> None:
     if not -ncols <= index < ncols:
         raise DataError(path, f"{what} {index} does not exist: the line has {ncols} columns "
-                              f"(indices 0..{ncols - 1} or -{ncols}..-1)", lineno)
+                              f"(indices 0..{ncols - 1} or -{ncols}..-1)"
+                              f"{_conllu_hint(path, lines)}", lineno)
+
+
+def _conllu_hint(path: Path, lines: list[str]) -> str:
+    """What to add to a column error when the file is CoNLL-U read as CoNLL (its ``#``
+    comment lines have other column counts than its words): which format to ask for. Empty
+    otherwise."""
+    word = next((ln for ln in lines if ln.strip() and not ln.startswith("#")), "")
+    cols = word.split("\t")
+    if path.suffix == ".conllu" or (len(cols) == 10 and cols[0].split("-")[0].isdigit()):
+        return ("; the file looks like CoNLL-U: read it with --format conllu "
+                "(Python: format='conllu')")
+    return ""
 
 
 def read_conll(path: str | Path, tag_column: int = -1, scheme: str | None = None,
@@ -99,15 +113,16 @@ def read_conll(path: str | Path, tag_column: int = -1, scheme: str | None = None
             close()
             continue
         if not block.words:
-            _check_column(tag_column, len(cols), "tag column", path, lineno)
-            _check_column(word_column, len(cols), "word column", path, lineno)
+            _check_column(tag_column, len(cols), "tag column", path, lineno, lines)
+            _check_column(word_column, len(cols), "word column", path, lineno, lines)
             if tag_column % len(cols) == word_column % len(cols):
                 raise DataError(path, f"the tag column ({tag_column}) is the word column "
                                       f"({word_column}); expected at least 2 columns", lineno)
             block.ncols = len(cols)
         elif len(cols) != block.ncols:
             raise DataError(path, f"expected {block.ncols} columns like line {block.lines[0]}, "
-                                  f"got {len(cols)}: {brief(line.strip())}", lineno)
+                                  f"got {len(cols)}: {brief(line.strip())}"
+                                  f"{_conllu_hint(path, lines)}", lineno)
         word, tag = cols[word_column], cols[tag_column]
         if not word or not tag:
             raise DataError(path, f"empty {'word' if not word else 'tag'} column", lineno)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from seqrep.data.types import Sentence
 from seqrep.errors import ConfigError
-from seqrep.tasks import task_of
+from seqrep.tasks import task_of, unknown_labels_message
 
 
 def check_labels(sentences: Sequence[Sentence], labels: Sequence[str], source: str = "",
@@ -28,10 +28,7 @@ def check_labels(sentences: Sequence[Sentence], labels: Sequence[str], source: s
     known = set(labels)
     unknown = sorted({t for s in sentences for t in s.tags if t not in known})
     if unknown:
-        model_types = sorted(task_of(task).types(labels))
-        raise ConfigError(f"{source or 'the dataset'} has labels the model does not know: "
-                          f"{', '.join(unknown)} (model labels: {', '.join(model_types)}); "
-                          f"map them with --label-map OLD=NEW")
+        raise ConfigError(unknown_labels_message(source, unknown, labels, task))
     return list(sentences)
 
 

