@@ -20,6 +20,9 @@ def grid(config: Path = typer.Argument(..., help="grid file (YAML)"),
                                                   "the grid; the next call goes on)")
          ) -> None:
     """Run every model x dataset x strategy x seed of a grid not yet in its results store."""
+    from seqrep.extras import require
+
+    require("lab", "seqrep grid")
     from seqrep.lab.grid import run_grid
 
     statuses = run_grid(config, dry_run=dry_run, echo=typer.echo, max_runs=max_runs)
@@ -39,6 +42,9 @@ def report(results: list[Path] = typer.Argument(..., help="results stores (JSONL
                                              help="Markdown put at the top of results.md")
            ) -> None:
     """Markdown tables (mean, std, 95% CI over seeds), best settings and PNG plots."""
+    from seqrep.extras import require
+
+    require("lab", "seqrep report")
     from seqrep.lab.report import report as make
 
     path = make(results, out, bench or None, notes)
