@@ -78,3 +78,81 @@ def test_score_file_matches_seqeval(tmp_path) -> None:
     out = CliRunner().invoke(app, ["score", str(path), "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.output)["f1"] == pytest.approx(result["f1"])
+
+
+# ------------------------------------------------------------------ chunks and documents
+DOC_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+@pytest.fixture(scope="module")
+def doc_labeler(tiny):  # noqa: ANN201
+    from support import sharp_document_labeler
+
+    return sharp_document_labeler(tiny("llama"), DOC_LABELS)
+
+
+def documents(n: int, per_doc: int) -> list[Sentence]:
+    """``n`` documents of ``per_doc`` sentences (the test sentences in turn, each document
+    starting one further on), gold tags all O: only the predictions are compared."""
+    import itertools
+
+    from support import SENTENCES
+
+    out = []
+    for d in range(n):
+        for words in itertools.islice(itertools.cycle(SENTENCES), d, d + per_doc):
+            out.append(Sentence(tuple(words), ("O",) * len(words), doc_id=f"doc{d}"))
+    return out
+
+
+def test_chunks_smaller_than_a_document_never_cut_it(doc_labeler) -> None:
+    """Evaluation shows progress chunk by chunk; with document context a chunk ends only
+    where a document does, so the tags are those of one pass over everything (issue 37
+    item 15: the test meant to show this never made a chunk smaller than a document)."""
+    import torch
+
+    from seqrep.evaluate import chunked_logits, evaluate
+
+    sents = documents(3, 7)
+    whole: list[list[str]] = []
+    evaluate(doc_labeler, sents, batch_size=2, keep=whole)  # one pass, no progress
+    chunked: list[list[str]] = []
+    done: list[int] = []
+    evaluate(doc_labeler, sents, batch_size=2, progress=done.append, keep=chunked, chunk=3)
+    assert chunked == whole
+    assert done == [7, 14, 21]  # chunks of 3 sentences grow to the ends of documents of 7
+    # what cutting the documents into chunks of 3 would give differs, so the check bites
+    cut: list[list[str]] = []
+    for i in range(0, len(sents), 3):
+        evaluate(doc_labeler, sents[i:i + 3], batch_size=2, keep=cut)
+    assert cut != whole
+    # the logits training's validation and test take, chunk by chunk, are one pass's too
+    done.clear()
+    logits = chunked_logits(doc_labeler, sents, 2, progress=done.append, chunk=3)
+    ref = doc_labeler.word_logits([s.words for s in sents], 2, docs=[s.doc_id for s in sents])
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(logits, ref, strict=True))
+    assert done == [7, 14, 21]
+
+
+def test_chunks_of_sentences_give_one_pass_in_input_order(tiny) -> None:
+    """Without document context the chunks go longest first (less padding); the logits and
+    tags still come back in input order, equal to one pass over all sentences."""
+    import torch
+
+    from seqrep.evaluate import chunked_logits, evaluate
+    from seqrep.model.labeler import SequenceLabeler
+
+    torch.manual_seed(0)
+    lab = SequenceLabeler.from_model(tiny("llama"), labels=DOC_LABELS, repetitions=1,
+                                     finetune="frozen", decoding="greedy").eval()
+    sents = [Sentence(s.words, s.tags) for s in documents(2, 5)]  # no documents
+    done: list[int] = []
+    logits = chunked_logits(lab, sents, 2, progress=done.append, chunk=3)
+    assert done == [3, 6, 9, 10]
+    ref = lab.word_logits([s.words for s in sents], 2)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(logits, ref, strict=True))
+    whole: list[list[str]] = []
+    chunked: list[list[str]] = []
+    evaluate(lab, sents, batch_size=2, keep=whole)
+    evaluate(lab, sents, batch_size=2, keep=chunked, progress=lambda n: None, chunk=3)
+    assert chunked == whole and [len(t) for t in whole] == [len(s) for s in sents]

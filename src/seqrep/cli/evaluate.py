@@ -8,7 +8,6 @@ scores as percentages (columns marked %).
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -110,7 +109,9 @@ def evaluate_command(values: dict[str, Any]) -> None:
         if not state.is_main_process:
             return
     else:
-        progress = None if values["quiet"] else _progress(len(gold))
+        from seqrep.evaluate import progress_bar
+
+        progress = None if values["quiet"] else progress_bar(len(gold))
         result = run_eval(labeler, gold, values["decoding"], values["batch_size"], progress,
                           pred)
     if values["predictions"] is not None:
@@ -162,23 +163,6 @@ def write_predictions(path: Path, gold: list, pred: list[list[str]]) -> None:
     write_text(path, "".join("".join(f"{word(w)} {g} {p}\n" for w, g, p in
                                      zip(s.words, s.tags, as_scored(tags), strict=True)) + "\n"
                              for s, tags in zip(gold, pred, strict=True)))
-
-
-def _progress(total: int):  # noqa: ANN202 - a callback
-    """A progress callback: sentences done, sentences/s and ETA on stderr."""
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=total, unit="sent", file=sys.stderr, dynamic_ncols=True, mininterval=1.0)
-    start = time.perf_counter()
-
-    def update(done: int) -> None:
-        bar.update(done - bar.n)
-        if done >= total:
-            bar.close()
-            rate = done / max(time.perf_counter() - start, 1e-9)
-            print(f"{done} sentences, {rate:.1f} sentences/s", file=sys.stderr)
-
-    return update
 
 
 def score(

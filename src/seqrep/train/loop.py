@@ -31,9 +31,10 @@ from seqrep.data.splits import TrainData
 from seqrep.data.types import Sentence
 from seqrep.evaluate import (
     choose_decoding,
+    chunked_logits,
+    progress_bar,
     scores_by_decoding,
     shard_indices,  # noqa: F401 - re-exported from its old home
-    sharded_logits,
 )
 from seqrep.fileio import append_jsonl
 from seqrep.model.device import Placement
@@ -111,7 +112,7 @@ class Trainer:
     def run(self) -> TrainState:
         cfg, s = self.cfg, self.state
         bar = self._bar()
-        stop = False
+        stop = self.paused  # a run resumed at its --max-steps takes no further step
         per_step = cfg.grad_accum * self.world
         while s.epoch < cfg.epochs and not s.done and not stop:
             batches = self.epoch_batches(s.epoch)
@@ -195,11 +196,13 @@ class Trainer:
         return self.cfg.max_steps is not None and self.state.step >= self.cfg.max_steps
 
     # ------------------------------------------------------------------ evaluation
-    def eval_logits(self, sentences: list[Sentence]) -> list[torch.Tensor]:
-        """Logits of ``sentences`` (CPU), computed in shards over the processes."""
-        return sharded_logits(self.labeler, [s.words for s in sentences],
-                              self.cfg.eval_batch_size, self.accelerator,
-                              [s.doc_id for s in sentences])
+    def eval_logits(self, sentences: list[Sentence], what: str = "validation"
+                    ) -> list[torch.Tensor]:
+        """Logits of ``sentences`` (CPU), computed in shards over the processes, chunk by
+        chunk with sentences/s and an ETA on stderr (a validation can take minutes)."""
+        bar = None if self.quiet else progress_bar(len(sentences), what, leave=False)
+        return chunked_logits(self.labeler, sentences, self.cfg.eval_batch_size,
+                              self.accelerator, bar)
 
     def evaluate_and_select(self) -> dict[str, Any]:
         """Score the validation split, log it, and save the model if it is the best so far.
@@ -218,7 +221,8 @@ class Trainer:
         record = {"epoch": s.epoch + s.batch / max(1, self._epoch_size(s.epoch)),
                   "step": s.step, "train_loss": s.loss_sum / max(1, s.loss_n),
                   "f1": f1, "precision": best["precision"], "recall": best["recall"],
-                  "decoding": chosen, **{f"f1_{name}": r["f1"] for name, r in result.items()},
+                  "decoding": chosen,  # the task's decodings only: token tagging has one
+                  **{f"f1_{d.name}": result[d.name]["f1"] for d in task.decodings},
                   "eval_seconds": round(time.perf_counter() - t0, 2),
                   "train_seconds": round(s.train_seconds, 2)}
         record.update(task.counts(best))
@@ -238,9 +242,11 @@ class Trainer:
             print(f"warning: step {s.step}: the model predicts no span on the validation "
                   f"split ({best['gold_spans']} gold spans), so its F1 is 0; train longer "
                   f"or with a higher learning rate", file=sys.stderr, flush=True)
-        if not self.quiet:
-            print(f"eval step {s.step}: val F1 {f1 * 100:.2f}% ({chosen}; greedy "
-                  f"{record['f1_greedy'] * 100:.2f}%), best {s.best_f1 * 100:.2f}%", flush=True)
+        if not self.quiet:  # the chosen decoding, then the task's others with their scores
+            shown = "; ".join([chosen] + [f"{d.name} {result[d.name]['f1'] * 100:.2f}%"
+                                          for d in task.decodings if d.name != chosen])
+            print(f"eval step {s.step}: val {task.metric} {f1 * 100:.2f}% ({shown}), best "
+                  f"{s.best_f1 * 100:.2f}%", flush=True)
         return record
 
     # ------------------------------------------------------------------ state
@@ -259,13 +265,14 @@ class Trainer:
 
     def restore(self) -> None:
         self.state = load_checkpoint(self.output / "checkpoint", self.labeler, self.optimizer,
-                                     self.rank)
+                                     self.rank, self.epoch_sizes)
 
     def _postfix(self, loss: float) -> dict[str, str]:
         s = self.state
         out = {"loss": f"{loss:.4f}"}
         if s.best is not None:  # nothing to show before the first evaluation
-            out["best_val_f1"] = f"{s.best_f1 * 100:.2f}%"
+            metric = task_of(self.lcfg.task).metric.lower()  # f1, accuracy
+            out[f"best_val_{metric}"] = f"{s.best_f1 * 100:.2f}%"
         return out
 
     def _bar(self):  # noqa: ANN202

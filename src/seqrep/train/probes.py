@@ -4,12 +4,14 @@ layer they pick (``--exit-layer auto``).
 The backbone runs once per sentence, cut at the deepest probed layer; the states of every
 probed layer feed independent linear heads trained together as one batched einsum, each kept
 at its best epoch by validation F1. :func:`choose_exit_layer` takes the layer whose probe
-scores best, and the fine-tuning run is then cut there.
+scores best, and the fine-tuning run is then cut there. :func:`check_exit_layer` refuses a
+numbered exit layer the model does not have, from its config alone, before anything loads.
 """
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -18,6 +20,7 @@ from seqrep.config import LabelerConfig
 from seqrep.contexts import context_of
 from seqrep.data.splits import TrainData, pick
 from seqrep.data.types import Sentence
+from seqrep.errors import ModelError
 from seqrep.evaluate import layer_scores
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.model.tuning import FROZEN
@@ -115,3 +118,48 @@ def choose_exit_layer(config: LabelerConfig, data: TrainData, sentences: int = 1
     return layers[best], {"layers": layers, "f1": f1, "sentences": len(train),
                           "repetitions": config.repetitions, "unmask": config.unmask,
                           "unmasked_layers": probe.layers_unmasked}
+
+
+def check_exit_layer(config: LabelerConfig) -> None:
+    """Refuse a numbered exit layer past the model's last layer before the data or the
+    weights load (minutes for a large model or corpus), from its ``config.json`` alone.
+
+    Raises:
+        ModelError: ``exit_layer=N but MODEL has L layers``, as the loader would say later.
+    """
+    if not isinstance(config.exit_layer, int):
+        return
+    layers = model_layers(config.model, config.trust_remote_code)
+    if layers is not None and config.exit_layer > layers:
+        raise ModelError(f"exit_layer={config.exit_layer} but {config.model} has {layers} "
+                         f"layers (choose 1..{layers})")
+
+
+def model_layers(name: str, trust_remote_code: bool = False) -> int | None:
+    """The layer count a model's config gives, read without its weights: a local folder's
+    (checked as the loader checks it first), a packaged model's once installed, a hub
+    model's config alone. None where reading it would cost what loading does (a packaged
+    GGUF not converted yet) or fails: the loader then says why."""
+    from seqrep.model.backbone import quiet_transformers
+    from seqrep.model.checks import check_files
+    from seqrep.model.packaged import PACKAGED, cached_path, package_dir
+
+    if name in PACKAGED:
+        model = PACKAGED[name]
+        pkg = None if model.gguf or model.parts else package_dir(model)
+        source = cached_path(model) if model.gguf or model.parts else \
+            None if pkg is None else pkg / (model.folder or "")
+        if source is None or not (source / "config.json").is_file():
+            return None
+        name = str(source)
+    check_files(Path(name))  # no link to /dev/zero for a config.json
+    try:
+        from transformers import AutoConfig
+
+        with quiet_transformers():
+            layers = AutoConfig.from_pretrained(
+                name, trust_remote_code=trust_remote_code).num_hidden_layers
+    except Exception:  # noqa: BLE001 - the loader reports an unreadable config in its words
+        return None
+    ok = isinstance(layers, int) and not isinstance(layers, bool) and layers > 0
+    return layers if ok else None

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import os
 import shutil
 import sys
@@ -27,17 +26,21 @@ import torch
 from seqrep.config import TRAIN_SAVED_BEFORE, LabelerConfig, TrainConfig
 from seqrep.contexts import context_of
 from seqrep.data.splits import load_data
-from seqrep.errors import SeqrepError
+from seqrep.errors import SeqrepError, first_line
 from seqrep.evaluate import check_labels, check_test_labels
-from seqrep.fileio import write_json
+from seqrep.fileio import read_json, write_json
 from seqrep.model.device import Placement, ran_on_line
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.model.tuning import MODES
-from seqrep.tasks import resolve_task
+from seqrep.tasks import DECODINGS, TASKS, resolve_task, task_of
 from seqrep.train.loop import Trainer
+from seqrep.train.probes import check_exit_layer
+from seqrep.train.state import is_number, short_repr
 
 # a run.json is a few kB; anything far larger is not one (and is not read whole)
 MAX_RUN_JSON = 1 << 20
+# a line of log.jsonl is one evaluation's scores and counts: well under a kilobyte
+MAX_LOG_LINE = 1 << 20
 
 
 def check_output(output: Path, overwrite: bool, resume: bool) -> None:
@@ -72,14 +75,8 @@ def read_run_json(output: Path) -> dict[str, Any]:
     """A run folder's ``run.json`` checked against its schema (``labeler`` and ``train``
     objects that build valid configs), or one line saying why it is not a seqrep run."""
     path = output / "run.json"
+    saved = read_json(path, "a seqrep run configuration", SeqrepError, MAX_RUN_JSON)
     try:
-        if not path.is_file():  # a pipe would block, a device never end
-            raise ValueError("not a regular file")
-        with open(path, "rb") as f:
-            raw = f.read(MAX_RUN_JSON + 1)
-        if len(raw) > MAX_RUN_JSON:
-            raise ValueError(f"larger than {MAX_RUN_JSON} bytes")
-        saved = json.loads(raw.decode("utf-8"))
         if not isinstance(saved, dict) or not all(isinstance(saved.get(k), dict)
                                                   for k in ("labeler", "train")):
             raise ValueError("expected an object with 'labeler' and 'train' objects")
@@ -87,9 +84,8 @@ def read_run_json(output: Path) -> dict[str, Any]:
         TrainConfig.from_dict(saved["train"])
         if not isinstance(saved.get("reader_options") or {}, dict):
             raise ValueError("'reader_options' is not an object")
-    except (OSError, ValueError, TypeError, RecursionError, SeqrepError) as err:
-        raise SeqrepError(f"{path}: not a seqrep run configuration "
-                          f"({str(err).splitlines()[0] if str(err) else type(err).__name__})"
+    except (ValueError, TypeError, SeqrepError) as err:
+        raise SeqrepError(f"{path}: not a seqrep run configuration ({first_line(err)})"
                           ) from None
     return saved
 
@@ -138,14 +134,61 @@ def replace_output(output: Path, resume: bool) -> None:
 
 def trim_log(path: Path, keep: int) -> None:
     """Keep the first ``keep`` lines of ``log.jsonl``: evaluations logged after the checkpoint
-    a run resumes from are replayed, and must not appear twice."""
-    if not path.exists():
+    a run resumes from are replayed, and must not appear twice. Only those lines are read,
+    each bounded (a link to ``/dev/zero`` is refused, not read)."""
+    if not (path.exists() or path.is_symlink()):
         return
-    lines = path.read_bytes().split(b"\n")
-    if len(lines) - 1 > keep or (lines and lines[-1]):
+    if not path.is_file():
+        raise SeqrepError(f"{path}: not a regular file; a run's log is one, so remove it "
+                          f"or start the run over (--overwrite instead of --resume)")
+    lines: list[bytes] = []
+    with open(path, "rb") as f:
+        while len(lines) < keep and (line := f.readline(MAX_LOG_LINE + 1)):
+            if len(line) > MAX_LOG_LINE:
+                raise SeqrepError(f"{path}: line {len(lines) + 1} is longer than "
+                                  f"{MAX_LOG_LINE} bytes; not a seqrep training log")
+            lines.append(line)
+        more = f.read(1)
+    if more or (lines and not lines[-1].endswith(b"\n")):
         from seqrep.fileio import write_text
 
-        write_text(path, "".join(x.decode("utf-8", "replace") + "\n" for x in lines[:keep]))
+        write_text(path, "".join(x.decode("utf-8", "replace").rstrip("\n") + "\n"
+                                 for x in lines))
+
+
+def finished_metrics(output: Path) -> dict[str, Any]:
+    """The ``metrics.json`` of a finished run, what ``--resume`` of it answers with: read
+    bounded, and the entries its callers print checked, so a damaged or planted file is one
+    line naming the entry, never a traceback while the summary is printed."""
+    path = output / "metrics.json"
+    metrics = read_json(path, "a finished run's metrics", SeqrepError)
+
+    def wrong() -> str | None:
+        if not isinstance(metrics, dict):
+            return f"{short_repr(metrics)}; expected an object"
+        if metrics.get("status") != "finished":
+            return f"'status' is {short_repr(metrics.get('status'))}; expected 'finished'"
+        for key, ok, expected in (  # absent from the records of older versions
+                ("task", lambda v: v in TASKS, f"one of {', '.join(TASKS)}"),
+                ("decoding", lambda v: v in DECODINGS, f"one of {', '.join(DECODINGS)}"),
+                ("train_seconds", lambda v: is_number(v) and v >= 0, "seconds, 0 or more")):
+            if key in metrics and not ok(metrics[key]):
+                return f"'{key}' is {short_repr(metrics.get(key))}; expected {expected}"
+        for key in ("validation", "test"):
+            value = metrics.get(key)
+            if value is None and key == "test":  # a run without a test split
+                continue
+            if not isinstance(value, dict):
+                return f"'{key}' is {short_repr(value)}; expected an object of scores"
+            if not (is_number(value.get("f1")) and 0 <= value["f1"] <= 1):
+                return f"'{key}.f1' is {short_repr(value.get('f1'))}; expected a score from 0 to 1"
+        return None
+
+    problem = wrong()
+    if problem:
+        raise SeqrepError(f"{path}: not a finished run's metrics ({problem}); the file is "
+                          f"damaged, so start the run over (--overwrite instead of --resume)")
+    return metrics
 
 
 @contextlib.contextmanager
@@ -185,8 +228,9 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
         ``max_steps`` stopped the run early).
     """
     output = Path(output).resolve()  # a symlinked folder is worked on where it points
-    if resume and (output / "metrics.json").exists():
-        return json.loads((output / "metrics.json").read_text(encoding="utf-8"))  # done already
+    done = output / "metrics.json"
+    if resume and (done.exists() or done.is_symlink()):
+        return finished_metrics(output)  # the run is finished already
     if distill is None:  # a distillation checked the folder before labeling into it
         check_output(output, overwrite, resume)
     if resume:
@@ -196,6 +240,7 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
     # fail before reading data
     Placement.resolve(train_config.device, train_config.precision, training=True)
     MODES[labeler_config.finetune].check()
+    check_exit_layer(labeler_config)
     labeler_config, data = checked_data(labeler_config, train_config, reader_options)
     sweep = None
     if labeler_config.exit_layer == "auto":
@@ -221,7 +266,8 @@ def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str 
                     **(distill.record if distill else {}),
                     **({"exit_search": sweep} if sweep else {})})
         trainer.accelerator.wait_for_everyone()
-        if resume and (output / "checkpoint" / "state.json").exists():
+        state_file = output / "checkpoint" / "state.json"
+        if resume and (state_file.exists() or state_file.is_symlink()):
             trainer.restore()
         if resume and trainer.main:
             trim_log(output / "log.jsonl", trainer.state.evals)
@@ -287,7 +333,7 @@ def run_record(trainer: Trainer, reader_options: dict[str, Any] | None) -> dict[
 
 def finish(trainer: Trainer) -> dict[str, Any]:
     """Evaluate the best model on the test split and write ``metrics.json`` (main process)."""
-    from seqrep.evaluate import evaluate_logits, sharded_logits
+    from seqrep.evaluate import chunked_logits, evaluate_logits, progress_bar
 
     output, s = trainer.output, trainer.state
     if s.best is None:
@@ -310,13 +356,15 @@ def finish(trainer: Trainer) -> dict[str, Any]:
         "trainable_parameters": trainable}
     if trainer.data.test:
         start = time.perf_counter()
-        logits = sharded_logits(best, [x.words for x in trainer.data.test],
-                                trainer.cfg.eval_batch_size, trainer.accelerator,
-                                [x.doc_id for x in trainer.data.test])
-        metrics["test"] = evaluate_logits(best, trainer.data.test, logits)
+        test = trainer.data.test
+        bar = None if trainer.quiet else progress_bar(len(test), "test", leave=False)
+        logits = chunked_logits(best, test, trainer.cfg.eval_batch_size, trainer.accelerator,
+                                bar)
+        metrics["test"] = evaluate_logits(best, test, logits)
         metrics["test"]["seconds"] = round(time.perf_counter() - start, 3)
         if not trainer.quiet:
-            print(f"test F1 {metrics['test']['f1'] * 100:.2f}% ({best.config.decoding} decoding, "
+            print(f"test {task_of(best.config.task).metric} "
+                  f"{metrics['test']['f1'] * 100:.2f}% ({best.config.decoding} decoding, "
                   f"{metrics['test']['sentences']} sentences; "
                   f"{ran_on_line(best).removeprefix('running on ')})", flush=True)
     if trainer.main:

@@ -7,6 +7,7 @@ run restores a step count and nothing else: there is no scheduler object to rebu
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +56,64 @@ class TrainState:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainState:
+        """The state a checkpoint's ``state.json`` holds, every field checked: the file may
+        have been edited, and a negative step or a string count would fail deep inside the
+        loop (a ZeroDivisionError in the schedule) instead of naming the field.
+
+        Raises:
+            ValueError: ``'FIELD' is VALUE; expected ...`` for the first field that is wrong.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"'state' is {short_repr(data)}; expected an object")
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        values = {k: v for k, v in data.items() if k in names}
+        for name, value in values.items():
+            expected = _expected(name, value)
+            if expected:
+                raise ValueError(f"'{name}' is {short_repr(value)}; expected {expected}")
+        return cls(**values)
+
+    def check_plan(self, epoch_sizes: list[int]) -> None:
+        """Refuse a position outside the run's batch plan (``epoch_sizes``: batches of each
+        epoch): resuming there would skip training silently."""
+        if self.epoch > len(epoch_sizes):
+            raise ValueError(f"'epoch' is {self.epoch}; the run has {len(epoch_sizes)} epochs")
+        if self.epoch < len(epoch_sizes) and self.batch > epoch_sizes[self.epoch]:
+            raise ValueError(f"'batch' is {self.batch}; epoch {self.epoch} of the run has "
+                             f"{epoch_sizes[self.epoch]} batches")
+
+
+COUNTS = ("epoch", "batch", "step", "bad_evals", "evals", "loss_n", "tokens", "sentences")
+
+
+def is_number(value: Any) -> bool:
+    """A finite int or float read from JSON (``true`` is no number)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def _expected(name: str, value: Any) -> str | None:
+    """What field ``name`` of a :class:`TrainState` must hold, if ``value`` is not that."""
+    if name in COUNTS:
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        return None if ok else "a whole number, 0 or more"
+    if name == "best_f1":
+        return None if is_number(value) and -1 <= value <= 1 else "a score from -1 to 1"
+    if name in ("train_seconds", "loss_sum"):
+        return None if is_number(value) and value >= 0 else "a finite number, 0 or more"
+    if name == "done":
+        return None if isinstance(value, bool) else "true or false"
+    if name == "best":  # the log record of the best evaluation; its f1 is reported
+        ok = value is None or (isinstance(value, dict) and is_number(value.get("f1"))
+                               and 0 <= value["f1"] <= 1)
+        return None if ok else "null or an evaluation record with an 'f1' from 0 to 1"
+    return None
+
+
+def short_repr(value: Any) -> str:
+    """``repr(value)`` cut to 40 characters, for a one-line message about a file's value."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def lr_factor(step: int, total_steps: int, warmup: float) -> float:
