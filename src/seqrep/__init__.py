@@ -11,12 +11,13 @@ from typing import Any
 
 __version__ = "0.1.0"
 __all__ = ["SequenceLabeler", "LabelerConfig", "TrainConfig", "Sentence", "Span", "Corpus",
-           "load_corpus", "predict_text"]
+           "load_corpus", "predict_text", "train_labeler"]
 
 _LAZY = {"SequenceLabeler": "seqrep.model.labeler", "LabelerConfig": "seqrep.config",
          "TrainConfig": "seqrep.config", "Sentence": "seqrep.data.types",
          "Span": "seqrep.data.types", "Corpus": "seqrep.data.types",
-         "load_corpus": "seqrep.data", "predict_text": "seqrep.predict"}
+         "load_corpus": "seqrep.data", "predict_text": "seqrep.predict",
+         "train_labeler": "seqrep.fit"}
 
 
 def __getattr__(name: str) -> Any:
