@@ -52,3 +52,12 @@ def test_binary_and_missing(tmp_path):
         read_json(tmp_path / "bin.json", "a record")
     with pytest.raises(ModelError, match=r"\(missing\)"):
         read_json(tmp_path / "absent.json", "a record")
+
+
+def test_a_data_error_names_the_file_once(tmp_path):
+    from seqrep.errors import DataError
+
+    (tmp_path / "x.json").write_text("{")
+    with pytest.raises(DataError) as err:
+        read_json(tmp_path / "x.json", "a record", DataError)
+    assert str(err.value).startswith(f"{tmp_path / 'x.json'}: not a record (")

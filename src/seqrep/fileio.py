@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from seqrep.errors import ModelError, SeqrepError, first_line
+from seqrep.errors import DataError, ModelError, SeqrepError, first_line
 
 # the JSON records of a run, export or cache folder are a few kB (a config with 2,048 labels:
 # about 60 kB); a metrics or bench record a few hundred kB at most
@@ -131,5 +131,7 @@ def read_json(path: Path, what: str, error: type[SeqrepError] = ModelError,
             raise ValueError(f"nested deeper than {MAX_JSON_DEPTH}")
         return data
     except (OSError, ValueError, RecursionError) as err:
+        if issubclass(error, DataError):  # names its source itself
+            raise error(path, f"not {what} ({first_line(err)})") from None
         raise error(f"{path}: not {what} ({first_line(err)})") from None
 
