@@ -1,0 +1,86 @@
+"""The systems the peers benchmark trains: which venv, which script, which options.
+
+The epoch counts set each trainer's own schedule (its linear learning-rate decay runs over
+them); the time budget may stop sooner, and the record's ``stopped_by`` says which stopped
+it. They are guesses from the smoke runs (90 s each, on 2 cores shared with other jobs, a
+load of about 6): flair trained about 2.3 sentences/s at sentence level and 0.6 with FLERT's
+context, Hugging Face's Trainer 0.7 on one thread; on 2 idle cores perhaps three times that,
+so in 60 minutes about 2 epochs of CoNLL-2003's 14,041 sentences for flair at sentence
+level, half of one with FLERT and one for Trainer. ``run.py --epochs
+NAME=E`` overrides one without editing this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class System:
+    """One trained pipeline: its name in results/peers-NAME.json, the venv it runs in
+    (setup.sh's name), the script (beside this file, or a path) and its training options."""
+
+    name: str
+    peer: str
+    script: str
+    train_args: tuple[str, ...]
+    description: str
+    predict_args: tuple[str, ...] = ()
+
+
+SYSTEMS: dict[str, System] = {s.name: s for s in (
+    System("spacy-cnn", "spacy", "spacy_peer.py", ("--variant", "cnn"),
+           "spaCy 3.8 ner, init config --optimize efficiency (CNN tok2vec)"),
+    System("spacy-trf", "spacy", "spacy_peer.py", ("--variant", "trf"),
+           "spaCy 3.8 ner, init config --optimize accuracy (spacy-transformers, "
+           "all-mpnet-base-v2)"),
+    System("flair-sentence", "flair", "flair_peer.py", ("--epochs", "2"),
+           "flair 0.15 SequenceTagger + CRF, fine-tuned all-mpnet-base-v2, sentence level"),
+    System("flair-flert", "flair", "flair_peer.py", ("--context", "--epochs", "1"),
+           "flair 0.15 SequenceTagger + CRF, fine-tuned all-mpnet-base-v2, FLERT context"),
+    System("hf-trainer", "hf", "hf_peer.py", ("--epochs", "1"),
+           "transformers 5.23 AutoModelForTokenClassification + Trainer, all-mpnet-base-v2"),
+)}
+
+
+def with_epochs(system: System, epochs: str) -> System:
+    """The system with its ``--epochs`` set to ``epochs`` (spaCy's configs have none).
+
+    Raises:
+        HarnessError: a system without an epoch count, or a count that is no number > 0.
+    """
+    from dataclasses import replace
+
+    from peers.common import HarnessError
+
+    args = list(system.train_args)
+    if "--epochs" not in args:
+        raise HarnessError(f"--epochs {system.name}: this system has no epoch count (spaCy "
+                           "stops by its config's max_steps and patience)")
+    try:
+        ok = float(epochs) > 0
+    except ValueError:
+        ok = False
+    if not ok:
+        raise HarnessError(f"--epochs {system.name}={epochs}: expected a number above 0")
+    args[args.index("--epochs") + 1] = epochs
+    return replace(system, train_args=tuple(args))
+
+
+def pick(names: str | None) -> list[System]:
+    """The systems a comma-separated list names (all of them for None).
+
+    Raises:
+        HarnessError: an unknown name.
+    """
+    from peers.common import HarnessError
+
+    if not names:
+        return list(SYSTEMS.values())
+    chosen = []
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        if name not in SYSTEMS:
+            raise HarnessError(f"--systems: unknown system {name!r}; expected some of "
+                               f"{', '.join(SYSTEMS)}")
+        chosen.append(SYSTEMS[name])
+    return chosen

@@ -1,0 +1,124 @@
+"""The peers harness's runner and its records: a missing data directory or peer venv is one
+line and exit 2; a peer that fails to train is a failed record and a failed row of the table;
+a finished system is skipped on the next run."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+# the harness is a package beside src/ (benchmarks/peers), not part of seqrep
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from peers import results, run  # noqa: E402
+from peers.common import MARK, HarnessError  # noqa: E402
+from peers.systems import System  # noqa: E402
+
+
+def _fake_venv(root: Path, peer: str) -> None:
+    """A venv whose python is this interpreter, marked as installed."""
+    (root / peer / "bin").mkdir(parents=True)
+    (root / peer / "bin" / "python").symlink_to(sys.executable)
+    (root / peer / MARK).write_text("flair==0.15.1\ntorch==2.13.0+cpu\n", encoding="utf-8")
+
+
+def _data(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    sent = {"words": ["Paris", "is", "nice"], "tags": ["B-LOC", "O", "O"], "doc_id": "doc1"}
+    for split in ("train", "validation", "test"):
+        (folder / f"{split}.jsonl").write_text(json.dumps(sent) + "\n", encoding="utf-8")
+    (folder / "manifest.json").write_text(json.dumps({"max_sentences": None, "splits": {}}),
+                                          encoding="utf-8")
+    return folder
+
+
+def test_missing_venv_is_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("PEERS_VENVS", str(tmp_path / "venvs"))
+    with pytest.raises(SystemExit) as ex:
+        run.main(["--systems", "flair-flert", "--work", str(tmp_path / "w"),
+                  "--results", str(tmp_path / "r")])
+    assert ex.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert str(tmp_path / "venvs" / "flair") in err and "did not install" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_missing_data_dir_is_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    _fake_venv(tmp_path / "venvs", "flair")
+    monkeypatch.setenv("PEERS_VENVS", str(tmp_path / "venvs"))
+    with pytest.raises(SystemExit) as ex:
+        run.main(["--systems", "flair-flert", "--data-dir", str(tmp_path / "nothing"),
+                  "--work", str(tmp_path / "w"), "--results", str(tmp_path / "r")])
+    assert ex.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(tmp_path / "nothing" / "conll2003") in err
+
+
+def test_unknown_system_is_one_line(capsys) -> None:
+    with pytest.raises(SystemExit) as ex:
+        run.main(["--systems", "spacy-cnn,nope"])
+    assert ex.value.code == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_failed_training_is_a_failed_record_and_row(tmp_path: Path, monkeypatch) -> None:
+    venvs = tmp_path / "venvs"
+    _fake_venv(venvs, "flair")
+    monkeypatch.setenv("PEERS_VENVS", str(venvs))
+    script = tmp_path / "broken_peer.py"
+    script.write_text("import sys\nprint('loading', file=sys.stderr)\n"
+                      "sys.exit('RuntimeError: out of memory in the encoder')\n",
+                      encoding="utf-8")
+    system = System("flair-broken", "flair", str(script), (), "a peer that cannot train")
+    out = tmp_path / "results"
+    rec = run.run_system(system, _data(tmp_path / "data"), tmp_path / "work", out,
+                         budget=5, threads=1)
+    assert rec["status"] == "failed" and rec["stage"] == "train"
+    assert rec["error"] == "RuntimeError: out of memory in the encoder"
+    stored = json.loads((out / "peers-flair-broken.json").read_text(encoding="utf-8"))
+    assert stored == rec
+    assert not results.finished(out, "flair-broken")  # a failed system runs again
+    table = results.table([rec])
+    row = [line for line in table.splitlines() if "flair-broken" in line]
+    assert len(row) == 1 and "failed (train)" in row[0]
+
+
+def test_finished_systems_are_skipped(tmp_path: Path) -> None:
+    rec = {"system": "spacy-cnn", "status": "ok", "test": {"f1": 88.1, "precision": 88.0,
+           "recall": 88.2}, "train": {"seconds": 600.0, "steps": 4000}}
+    results.write_record(tmp_path, rec)
+    assert results.finished(tmp_path, "spacy-cnn")
+    assert not results.finished(tmp_path, "spacy-trf")
+
+
+def test_a_broken_record_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "peers-spacy-cnn.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(HarnessError) as ex:
+        results.finished(tmp_path, "spacy-cnn")
+    assert len(str(ex.value).splitlines()) == 1 and "peers-spacy-cnn.json" in str(ex.value)
+
+
+def test_table_rows() -> None:
+    ok = {"system": "hf-trainer", "status": "ok", "description": "HF Trainer",
+          "test": {"f1": 90.123, "precision": 89.5, "recall": 90.75},
+          "train": {"seconds": 3540.0, "steps": 1755}}
+    failed = {"system": "spacy-trf", "status": "failed", "stage": "predict",
+              "description": "spaCy trf", "error": "boom"}
+    lines = results.table([ok, failed]).splitlines()
+    assert lines[0].startswith("| System")
+    assert "| hf-trainer | HF Trainer | 90.12 | 89.50 | 90.75 | 59.0 | 1755 | ok |" in lines
+    assert any("spacy-trf" in ln and "failed (predict): boom" in ln for ln in lines)
+
+
+def test_epoch_override() -> None:
+    from peers import systems
+
+    changed = systems.with_epochs(systems.SYSTEMS["flair-flert"], "3")
+    assert changed.train_args == ("--context", "--epochs", "3")
+    with pytest.raises(HarnessError, match="no epoch count"):
+        systems.with_epochs(systems.SYSTEMS["spacy-cnn"], "3")
+    with pytest.raises(HarnessError, match="expected a number above 0"):
+        systems.with_epochs(systems.SYSTEMS["hf-trainer"], "x")
