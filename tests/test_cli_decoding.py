@@ -25,7 +25,7 @@ def test_unknown_decoding_is_one_line_exit_2(command: list[str], tmp_path: Path,
         main(args)
     err = capsys.readouterr().err
     assert exit_.value.code == 2, err
-    assert err == "error: --decoding 'foo'; expected greedy or constrained\n"
+    assert err == "error: --decoding 'foo'; expected one of greedy, constrained\n"
 
 
 def test_train_unknown_decoding_is_one_line_exit_2(tmp_path: Path, capsys, monkeypatch) -> None:

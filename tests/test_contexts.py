@@ -34,7 +34,13 @@ def test_the_table_names_sentence_then_document() -> None:
     assert context_of(DOCUMENT) is DOCUMENT
     assert context_of(None) is SENTENCE  # records stored before the setting existed
     assert not SENTENCE.documents and DOCUMENT.documents and FOCUS.documents
-    assert (SENTENCE.focus, DOCUMENT.focus, FOCUS.focus) == (False, False, True)
+    # each names its row builder: the focus layout's is the only focus one
+    from seqrep.encode.document import document_rows, focus_rows
+    from seqrep.encode.rows import sentence_rows
+    from seqrep.table import resolve
+
+    assert [resolve(c.rows) for c in (SENTENCE, DOCUMENT, FOCUS)] == [sentence_rows,
+                                                                       document_rows, focus_rows]
     with pytest.raises(ConfigError, match=r"context='page'; expected one of sentence, "
                                           r"document, document-focus"):
         context_of("page")
@@ -80,11 +86,18 @@ def test_the_notice_names_every_bare_split_and_skips_empty_ones() -> None:
 
 
 def test_report_cells_and_run_names() -> None:
-    assert SENTENCE.cell(256, " | ") == "sentence"
-    assert DOCUMENT.cell(256, "\n") == "document 256"
-    assert DOCUMENT.cell(128, " | ") == "document 128, separator ' | '"
-    assert FOCUS.cell(256, "\n") == "document-focus 256"
-    assert (SENTENCE.run_suffix, DOCUMENT.run_suffix, FOCUS.run_suffix) == ("", "-doc", "-docf")
+    """The lab's (seqrep.lab.cells): how its reports show a context, and run names."""
+    from seqrep.lab.cells import context_cell, run_suffix
+
+    def cell(context: str, tokens: int, separator: str) -> str:
+        return context_cell({"context": context, "context_tokens": tokens,
+                             "context_separator": separator})
+
+    assert cell("sentence", 256, " | ") == "sentence"
+    assert cell("document", 256, "\n") == "document 256"
+    assert cell("document", 128, " | ") == "document 128, separator ' | '"
+    assert cell("document-focus", 256, "\n") == "document-focus 256"
+    assert [run_suffix(c.name) for c in (SENTENCE, DOCUMENT, FOCUS)] == ["", "-doc", "-docf"]
 
 
 def test_the_configs_validate_against_the_table_and_help_lists_it() -> None:

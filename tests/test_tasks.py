@@ -9,7 +9,7 @@ import torch
 from seqrep.data.types import Sentence
 from seqrep.errors import ConfigError
 from seqrep.evaluate import choose_decoding, layer_scores
-from seqrep.tasks import SPANS, TOKENS, check_decoding, resolve_task, task_of
+from seqrep.tasks import DECODINGS, SPANS, TOKENS, resolve_task, task_of
 
 
 def _sents(*tag_lists: list[str]) -> list[Sentence]:
@@ -70,13 +70,15 @@ def test_a_config_checks_its_labels_by_its_task() -> None:
 
 
 def test_decoding_names_are_checked_in_one_place() -> None:
-    assert check_decoding("greedy") == "greedy"
-    assert check_decoding("auto", auto=True) == "auto"
+    assert DECODINGS.check("greedy") == "greedy"
+    assert DECODINGS.check("auto", auto=True) == "auto"
     with pytest.raises(ConfigError, match=r"^decoding='auto'; expected one of greedy, "
                                           r"constrained$"):
-        check_decoding("auto")
-    with pytest.raises(ConfigError, match=r"^--decoding 'x'; expected greedy or constrained$"):
-        check_decoding("x", "--decoding")
+        DECODINGS.check("auto")
+    # the option's message lists the choices as every table's does
+    with pytest.raises(ConfigError, match=r"^--decoding 'x'; expected one of greedy, "
+                                          r"constrained$"):
+        DECODINGS.check("x", "--decoding")
 
 
 def test_choose_decoding() -> None:

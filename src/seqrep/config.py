@@ -20,7 +20,7 @@ from seqrep.encode import BATCH_TOKENS
 from seqrep.errors import ConfigError
 from seqrep.model.labeler_config import LabelerConfig, parse_unmask
 from seqrep.model.tuning import MODES
-from seqrep.tasks import check_decoding
+from seqrep.tasks import DECODINGS
 
 __all__ = ["InferenceConfig", "LabelerConfig", "ReaderConfig", "TrainConfig", "parse_unmask"]
 
@@ -46,63 +46,41 @@ class TrainConfig(ConfigBase):
     with a faster head); the paper's GPU recipe is LoRA r=16 at lr 2e-4 for 10 epochs.
     """
 
-    dataset: str = _f("conll2003", "named dataset or path to a data file")
-    format: str | None = _f(None, "file format when --dataset is a path (default: detected)")
+    dataset: str = _f("conll2003", "named dataset or data file")
+    format: str | None = _f(None, "file format of --dataset (default: detected)")
     train_split: str = _f("train", "split to train on")
     eval_split: str = _f("validation", "split for model selection")
-    test_split: str | None = _f("test", "split evaluated with the best model at the end "
-                                        "(empty: none)")
-    max_train_sentences: int | None = _f(None, "train on a random subset of this many sentences")
-    max_eval_sentences: int | None = _f(None, "select on a random subset of the eval split")
-    max_test_sentences: int | None = _f(None, "test on the first N sentences of the test split "
-                                              "(None: all)")
-    subset_seed: int = _f(0, "seed of the subsets (fixed, so every training seed sees the "
-                             "same data)")
-    subset_unit: str = _f("sentence", "what the subsets take: sentence (sentences one by one) "
-                                      "or document (whole documents, in an order drawn with "
-                                      "subset_seed, until the count reaches the "
-                                      "--max-*-sentences limit; a corpus without documents "
-                                      "takes the same sentences as sentence), independent of "
-                                      "--context, so runs of both contexts see the same data")
+    test_split: str | None = _f("test", "split tested at the end (empty: none)")
+    max_train_sentences: int | None = _f(None, "train on a random subset of N sentences")
+    max_eval_sentences: int | None = _f(None, "select on a random subset of N sentences")
+    max_test_sentences: int | None = _f(None, "test on the first N sentences")
+    subset_seed: int = _f(0, "seed of the subsets, the same for every seed")
+    subset_unit: str = _f("sentence", "what subsets take: sentence or document")
     epochs: int = _f(3, "passes over the training data")
-    lr: float | None = _f(None, f"learning rate of the backbone or of the LoRA adapters (unset: "
+    lr: float | None = _f(None, f"learning rate of the backbone or the adapters (unset: "
                                 f"{_rates('lr')})")
     head_lr: float | None = _f(None, f"learning rate of the linear head (unset: "
                                      f"{_rates('head_lr')})")
-    weight_decay: float = _f(0.05, "AdamW weight decay (not on biases and norms)")
-    warmup: float = _f(0.0, "share of steps with linear warm-up before the linear decay")
-    batch_size: int = _f(16, "sentences per batch (batches hold sentences of similar length; "
-                             "with document context, rows reading this many sentences)")
-    batch_rows: bool = _f(False, "with document context, count --batch-size in model rows "
-                                 "(each holds several sentences: fewer, larger steps), as "
-                                 "runs before 2026-12-02 did")
-    batch_tokens: int | None = _f(None, "also close a training batch at this many padded "
-                                        "tokens (None: no limit)")
+    weight_decay: float = _f(0.05, "AdamW weight decay (not on biases, norms)")
+    warmup: float = _f(0.0, "share of steps warming up before linear decay")
+    batch_size: int = _f(16, "sentences per batch, grouped by length")
+    batch_rows: bool = _f(False, "with document context, count --batch-size in rows")
+    batch_tokens: int | None = _f(None, "also close a batch at N padded tokens")
     grad_accum: int = _f(1, "batches per optimizer step")
     max_grad_norm: float = _f(1.0, "gradient clipping norm (0: off)")
-    gradient_checkpointing: bool = _f(False, "recompute activations in the backward pass "
-                                             "(less memory, about a third more time)")
-    compile: bool = _f(False, "torch.compile the backbone (dynamic shapes): 1.09x faster steps "
-                              "after about 3 minutes of compiling on a 2-core CPU, so only for "
-                              "long runs")
-    eval_every: int = _f(0, "evaluate every N optimizer steps (0: at the end of each epoch)")
-    checkpoint_every: int = _f(0, "write a resumable checkpoint every N optimizer steps "
-                                  "(0: at each evaluation)")
-    early_stopping: int = _f(0, "stop after N evaluations without improvement (0: never)")
-    decoding: str = _f("auto", "auto (constrained unless greedy is better on validation), "
-                               "greedy or constrained")
+    gradient_checkpointing: bool = _f(False, "recompute activations to save memory")
+    compile: bool = _f(False, "torch.compile the backbone (for long runs)")
+    eval_every: int = _f(0, "evaluate every N steps (0: each epoch)")
+    checkpoint_every: int = _f(0, "checkpoint every N steps (0: at each evaluation)")
+    early_stopping: int = _f(0, "stop after N evaluations without gain (0: never)")
+    decoding: str = _f("auto", "auto (chosen on validation), greedy or constrained")
     seed: int = _f(42, "seed of initialisation, data order and dropout")
-    exit_search_sentences: int = _f(1000, "with exit_layer=auto: training sentences the "
-                                          "frozen-probe sweep fits on")
-    max_steps: int | None = _f(None, "stop (resumably) after this many optimizer steps")
+    exit_search_sentences: int = _f(1000, "with --exit-layer auto: sentences the probes fit on")
+    max_steps: int | None = _f(None, "stop (resumably) after N optimizer steps")
     threads: int | None = _f(None, "torch CPU threads (default: all cores)")
-    device: str = _f("auto", "auto (CUDA when present, else the CPU), cpu, cuda, cuda:N or mps; "
-                             "under torchrun / accelerate launch each process takes its GPU")
-    precision: str = _f("auto", "autocast of the backbone: auto (bf16 on GPUs that have it, "
-                                "fp32 on CPUs), fp32, bf16 or fp16; weights, head and loss "
-                                "stay fp32")
-    eval_batch_size: int = _f(64, "sentences per batch at evaluation (with document context, "
-                                  "model rows, each reading a window of sentences)")
+    device: str = _f("auto", "auto (CUDA if present), cpu, cuda, cuda:N or mps")
+    precision: str = _f("auto", "autocast: auto, fp32, bf16 or fp16")
+    eval_batch_size: int = _f(64, "sentences per batch at evaluation")
 
     def __post_init__(self) -> None:
         for name in ("epochs", "batch_size", "grad_accum", "eval_batch_size"):
@@ -114,7 +92,7 @@ class TrainConfig(ConfigBase):
                 raise ConfigError(f"{name}={value}; expected a positive number")
         if not 0 <= self.warmup < 1:
             raise ConfigError(f"warmup={self.warmup}; expected a share in [0, 1)")
-        check_decoding(self.decoding, auto=True)
+        DECODINGS.check(self.decoding, auto=True)
         check_choice("subset_unit", self.subset_unit, (SENTENCE.name, DOCUMENT.name))
 
     def resolved(self, finetune: str) -> TrainConfig:
@@ -138,16 +116,14 @@ class InferenceConfig(ConfigBase):
     runtime: str = _f("auto", "torch, onnx, onnx-int8 or auto (onnx for a seqrep export "
                               "folder)")
     device: str = _f("auto", "auto, cpu, cuda, cuda:N or mps")
-    precision: str = _f("auto", "auto (bf16 on GPUs and on CPUs with native bf16, else fp32), "
+    precision: str = _f("auto", "auto (bf16 where the device has it natively, else fp32), "
                                 "fp32, bf16 or fp16")
-    batch_size: int = _f(32, "sentences per batch (batches hold sentences of similar length; "
-                             "with document context, model rows, each reading a window of "
-                             "sentences)")
+    batch_size: int = _f(32, "sentences per batch, grouped by length (with document context, "
+                             "model rows)")
     batch_tokens: int = _f(BATCH_TOKENS, "close a batch before it passes this many padded "
                                          "tokens")
-    threads: int | None = _f(None, "torch CPU threads (default: all cores; seqrep serve: the "
-                                   "cores less one, at least 1: the event loop keeps a core, "
-                                   "so the model's threads never wait for it)")
+    threads: int | None = _f(None, "torch CPU threads (default: all cores; seqrep serve: all "
+                                   "but one)")
     decoding: str | None = _f(None, "greedy or constrained (default: the run's)")
     trust_remote_code: bool = _f(False, "run code shipped with the model (never enabled by "
                                         "the run folder itself)")
@@ -167,9 +143,9 @@ class InferenceConfig(ConfigBase):
                 and value < 1:
             raise ConfigError(f"{flag} {value}; expected 1 or more")
         if name == "runtime":
-            from seqrep.runtimes import check_runtime
+            from seqrep.runtimes import RUNTIMES
 
-            check_runtime(value, flag)
+            RUNTIMES.check(value, flag, auto=True)
         if name == "precision":
             from seqrep.runtimes import PRECISIONS
 
@@ -182,7 +158,7 @@ class InferenceConfig(ConfigBase):
             if d not in DEVICES and not (d.startswith("cuda:") and d[5:].isdigit()):
                 raise ConfigError(f"{flag} {value!r}; expected auto, cpu, cuda, cuda:N or mps")
         if name == "decoding" and value is not None:
-            check_decoding(value, flag)
+            DECODINGS.check(value, flag)
         return value
 
 
@@ -196,16 +172,14 @@ class ReaderConfig(ConfigBase):
 
     format: str | None = _f(None, "file format of a path: conll, conllu, parallel, jsonl, "
                                   "semeval-xml, absa-tokenized, nlupp (default: detected)")
-    tag_column: int | None = _f(None, "conll: index of the tag column (negative counts from "
-                                      "the end; default -1, the last)")
-    word_column: int | None = _f(None, "conll: index of the word column (default 0)")
-    scheme: str | None = _f(None, "tag scheme: IOB1, IOB2/BIO, BIOES/BILOU, IO, TOKEN (plain "
-                                  "tags such as POS; default: detected)")
-    strict: bool = _f(False, "fail on invalid tag sequences instead of repairing them")
-    label_column: str | None = _f(None, "conllu: label column name (upos, xpos, deprel ...) "
-                                        "or index (default upos)")
+    tag_column: int | None = _f(None, "conll: tag column (default -1, the last)")
+    word_column: int | None = _f(None, "conll: word column (default 0)")
+    scheme: str | None = _f(None, "tag scheme: IOB1, IOB2, BIOES, IO or TOKEN (default: "
+                                  "detected)")
+    strict: bool = _f(False, "fail on invalid tag sequences, not repair them")
+    label_column: str | None = _f(None, "conllu: label column, by name or index (default upos)")
     polarity: bool = _f(False, "ABSA: label aspect terms by polarity")
-    domains: list[str] = _f([], "nlupp: domains to read (banking, hotels; default both)")
+    domains: list[str] = _f([], "nlupp: domains to read (default: banking, hotels)")
     folds: list[int] = _f([], "nlupp: folds to read (default: the split's)")
     alignment: str | None = _f(None, "character spans: expand, contract or strict (default "
                                      "expand)")

@@ -6,21 +6,26 @@
   ``context_tokens`` subtokens (:mod:`seqrep.encode.document`), the window in every copy;
 - ``document-focus``: the same windows, the last copy holding only the words a row reads.
 
-The labeler config validates its ``context`` against :data:`CONTEXTS`; encoding, evaluation,
-prediction, streaming, serving, export checks, the exit-layer probe, the benchmark and the
-lab's reports look the object up (:func:`context_of`, :func:`labeler_context`) and ask it
-instead of comparing context names. Adding a context is an entry here (and its rows in the
-encoder).
+A context builds its rows (:meth:`Context.build_rows`): it names its row builder, which stays
+in :mod:`seqrep.encode` beside the layouts it lays out, so the encoder asks the context and
+has no branch per layout. The labeler config validates its ``context`` against
+:data:`CONTEXTS`; encoding, evaluation, prediction, streaming, serving, export checks, the
+exit-layer probe, the benchmark and the lab look the object up (:func:`context_of`,
+:func:`labeler_context`) and ask it whether it reads documents, instead of comparing context
+names. Adding a layout is one entry (``CONTEXTS.register(Context(...))``) and one row
+builder; how the lab's reports show a context is the lab's (:mod:`seqrep.lab.cells`).
 
-Imports only seqrep.errors (no torch, no encode), so the configs and every package can ask it
-without an import circle.
+Imports only seqrep.table (no torch, no encode: the builders are named by reference), so the
+configs and every package can ask it without an import circle.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from seqrep.table import Table, resolve
 
 T = TypeVar("T")
 
@@ -35,17 +40,24 @@ class Context:
         documents: rows hold several sentences of one document, so callers pass the
             sentences' document ids, keep a document's sentences together (in chunks,
             shards, subsets, resumed files) and say when a corpus has none.
-        run_suffix: what a lab run's name adds (sentence runs keep the names they had).
-        focus: with documents, a row's last copy holds only the words it reads (the earlier
-            copies hold the whole window), so rows are shorter where a document spans
-            several windows; at r = 0 (one copy) the layout is the window itself.
+        rows: the row builder, ``(encoder, sentences, tags, docs) -> items``
+            (:mod:`seqrep.encode.rows`), or its ``"module:function"`` reference, imported
+            on first use.
     """
 
     name: str
     help: str
     documents: bool = False
-    run_suffix: str = ""
-    focus: bool = False
+    rows: str | Callable[..., Any] = "seqrep.encode.rows:sentence_rows"
+
+    def build_rows(self, encoder: Any, sentences: Sequence[Sequence[str]],
+                   tags: Sequence[Sequence[str]] | None = None,
+                   docs: Sequence[Hashable | None] | None = None) -> list[Any]:
+        """The model rows (:class:`~seqrep.encode.rows.Item`) of ``sentences`` laid out as
+        this context lays them, by ``encoder`` (:class:`~seqrep.encode.pipeline.Encoder`);
+        ``docs`` (one document id per sentence, or None: every sentence alone) is read by
+        contexts whose rows hold documents."""
+        return resolve(self.rows)(encoder, sentences, tags, docs)
 
     def docs(self, ids: Sequence[T] | None) -> Sequence[T] | None:
         """The document ids encoding reads: ``ids`` when rows hold documents, else None
@@ -74,16 +86,6 @@ class Context:
                 f"doc_id): each sentence there is a document of its own, labeled as at "
                 f"sentence level")
 
-    def cell(self, tokens: Any = None, separator: Any = None, rows: bool = False) -> str:
-        """How a report's tables show it: ``sentence``, or ``document 256`` (the window budget
-        in subtokens) with the separator where it is not the default newline, and ``row
-        batches`` where training batches counted model rows (``batch_rows``)."""
-        if not self.documents:
-            return self.name
-        return f"{self.name} {tokens}" + ("" if separator in (None, "\n")
-                                          else f", separator {separator!r}") \
-            + (", row batches" if rows else "")
-
     def __repr__(self) -> str:
         return f"<context {self.name}>"
 
@@ -92,39 +94,18 @@ SENTENCE = Context("sentence", "each sentence alone")
 DOCUMENT = Context("document", "consecutive sentences of one document, in windows of "
                                "--context-tokens; each word is read from the window where it "
                                "has the most context; sentences without a document id stay "
-                               "alone", documents=True, run_suffix="-doc")
+                               "alone", documents=True,
+                   rows="seqrep.encode.document:document_rows")
 FOCUS = Context("document-focus", "as document, but the last copy holds only the words a "
                                   "window reads, so rows are shorter where a document spans "
-                                  "several windows", documents=True, run_suffix="-docf",
-                focus=True)
-CONTEXTS: dict[str, Context] = {c.name: c for c in (SENTENCE, DOCUMENT, FOCUS)}
-
-
-def contexts_help() -> str:
-    """``--context``'s help: each context and what a row holds with it."""
-    items = [f"{c.name} ({c.help})" for c in CONTEXTS.values()]
-    return "what a model row holds: " + ", ".join(items[:-1]) + " or " + items[-1]
-
-
-def context_of(name: str | Context | None) -> Context:
-    """The context a config or a stored record names (an object is returned as it is);
-    None, as in records stored before the setting existed, is sentence.
-
-    Raises:
-        ConfigError: no such context.
-    """
-    if isinstance(name, Context):
-        return name
-    if name is None:
-        return SENTENCE
-    if name not in CONTEXTS:
-        from seqrep.errors import ConfigError
-
-        raise ConfigError(f"context={name!r}; expected one of {', '.join(CONTEXTS)}")
-    return CONTEXTS[name]
+                                  "several windows", documents=True,
+                rows="seqrep.encode.document:focus_rows")
+# None, as in records stored before the setting existed, is sentence
+CONTEXTS: Table[Context] = Table("context", (SENTENCE, DOCUMENT, FOCUS), default=SENTENCE.name)
+context_of = CONTEXTS.of  # the context a config or a stored record names
 
 
 def labeler_context(labeler: Any) -> Context:
     """The context a labeler (torch, ONNX or a stand-in) reads: its config's, sentence where
     it states none."""
-    return context_of(getattr(getattr(labeler, "config", None), "context", None))
+    return CONTEXTS.of(getattr(getattr(labeler, "config", None), "context", None))

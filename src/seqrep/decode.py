@@ -1,4 +1,6 @@
-"""From per-word logits to tags: greedy argmax or Viterbi restricted to valid IOB2 sequences."""
+"""From per-word logits to tags: the decodings' algorithms (greedy argmax, Viterbi restricted
+to valid IOB2 sequences), which :data:`seqrep.tasks.DECODINGS` names, and :func:`decode`, which
+runs the one a decoding's name picks."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from seqrep.tasks import DECODINGS
+from seqrep.tasks import DECODINGS, Decoding
 
 
 def allowed_transitions(labels: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -83,24 +85,32 @@ def _viterbi(log_probs: np.ndarray, start: np.ndarray, trans: np.ndarray) -> lis
     return path[::-1]
 
 
-def decode(logits: torch.Tensor, labels: Sequence[str], method: str = "constrained"
+def greedy(log_probs: torch.Tensor, labels: Sequence[str]) -> list[int]:
+    """The ``greedy`` decoding: each word's most probable tag."""
+    return log_probs.argmax(-1).tolist()
+
+
+def constrained(log_probs: torch.Tensor, labels: Sequence[str]) -> list[int]:
+    """The ``constrained`` decoding: the most probable tag path with only valid IOB2
+    transitions (Viterbi)."""
+    return _viterbi(log_probs.double().numpy(), *_penalties(tuple(labels)))
+
+
+def decode(logits: torch.Tensor, labels: Sequence[str], method: str | Decoding = "constrained"
            ) -> tuple[list[str], list[float]]:
     """Tags and their probabilities for one sentence.
 
     Args:
         logits: ``(n, L)`` head outputs.
         labels: tag names, index-aligned with the logits.
-        method: a decoding's name (:data:`seqrep.tasks.DECODINGS`).
+        method: a decoding or its name (:data:`seqrep.tasks.DECODINGS`; a ConfigError
+            names the choices).
 
     Returns:
         ``(tags, probs)``: one tag and the softmax probability of that tag per word.
     """
-    if method not in DECODINGS:
-        raise ValueError(f"decoding={method!r}; expected one of {', '.join(DECODINGS)}")
+    decoding = DECODINGS.of(method)
     log_probs = torch.log_softmax(logits.detach().float().cpu(), dim=-1)  # any device in
-    if not DECODINGS[method].constrained:
-        ids = log_probs.argmax(-1).tolist()
-    else:
-        ids = _viterbi(log_probs.double().numpy(), *_penalties(tuple(labels)))
+    ids = decoding.decode(log_probs, labels)
     probs = log_probs.exp()[torch.arange(len(ids)), torch.tensor(ids, dtype=torch.long)]
     return [labels[i] for i in ids], probs.tolist()

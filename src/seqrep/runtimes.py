@@ -1,21 +1,47 @@
 """What runs a labeler's forward pass: one small object per runtime, in one table.
 
-``--runtime`` (predict, evaluate, serve), :func:`seqrep.export.load_labeler`, the stderr line
-``running on ...`` and the benchmark's ONNX rows all ask these objects instead of comparing
-runtime names. Adding a runtime is one entry here (and its loader in load_labeler).
+A runtime loads (:meth:`Runtime.load`): ``--runtime`` (predict, evaluate, serve),
+:func:`seqrep.export.load_labeler`, the stderr line ``running on ...`` and the benchmark's
+ONNX rows all ask these objects instead of comparing runtime names. Adding a runtime is one
+entry (``RUNTIMES.register(Runtime(...))``) and its loader.
 
-Imports only seqrep.errors (and no torch), so the configs, the device module and the
-loaders can all ask it without an import circle.
+Imports only seqrep.table (and no torch: the loaders, in :mod:`seqrep.export.loaders`, are
+named by reference), so the configs, the device module and the loaders can all ask it
+without an import circle.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from seqrep.table import AUTO, Table, resolve
 
 # autocast precisions of the torch runtime (seqrep.model.device resolves ``auto``)
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-AUTO = "auto"
 DEVICES = (AUTO, "cpu", "cuda", "mps")  # what --device names (and cuda:N)
+
+
+class LoadSettings(Protocol):
+    """What a runtime's loader reads of the inference settings (an
+    :class:`~seqrep.config.InferenceConfig` has these fields, as :class:`Settings` does)."""
+
+    trust_remote_code: bool
+    device: str
+    precision: str
+    threads: int | None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The inference settings a runtime loads a labeler with (see :class:`LoadSettings`)."""
+
+    trust_remote_code: bool = False
+    device: str = AUTO
+    precision: str = AUTO
+    threads: int | None = None
 
 
 @dataclass(frozen=True)
@@ -25,15 +51,26 @@ class Runtime:
     Attributes:
         name: the ``--runtime`` value.
         title: what the ``running on ...`` line calls it.
-        onnx: runs a ``seqrep export`` folder with ONNX Runtime (else a torch model).
+        loader: ``(runtime, path, settings) -> labeler``, or its ``"module:function"``
+            reference, imported on first use.
+        onnx: runs a ``seqrep export`` folder with ONNX Runtime (else a torch model): what
+            ``auto`` picks for an export folder, and what the benchmark's ONNX rows run.
         variant: the export's graph it runs (None: the fp32 ``model.onnx``; ``int8``: the
             graph ``seqrep export --int8`` adds).
+        help: what it runs, as help texts say.
     """
 
     name: str
     title: str
+    loader: str | Callable[..., Any] = "seqrep.export.loaders:torch_labeler"
     onnx: bool = False
     variant: str | None = None
+    help: str = ""
+
+    def load(self, path: str | Path, settings: LoadSettings = Settings()) -> Any:
+        """The labeler in ``path`` on this runtime, placed and loaded as ``settings`` say;
+        a ConfigError or ModelError in one line where the folder is not one it runs."""
+        return resolve(self.loader)(self, Path(path), settings)
 
     @property
     def note(self) -> str | None:
@@ -42,27 +79,19 @@ class Runtime:
         return f"{self.variant} graph" if self.variant else None
 
 
-RUNTIMES = {r.name: r for r in (
-    Runtime("torch", "PyTorch"),
-    Runtime("onnx", "ONNX Runtime", onnx=True),
-    Runtime("onnx-int8", "ONNX Runtime", onnx=True, variant="int8"),
-)}
-CHOICES = (AUTO, *RUNTIMES)  # what --runtime accepts
-
-
-def check_runtime(name: str, flag: str = "--runtime") -> str:
-    """``name`` if ``--runtime`` accepts it, else a ConfigError naming the option (``flag``)."""
-    if name not in CHOICES:
-        from seqrep.errors import ConfigError
-
-        raise ConfigError(f"{flag} {name!r}; expected one of {', '.join(CHOICES)}")
-    return name
+RUNTIMES: Table[Runtime] = Table("runtime", (
+    Runtime("torch", "PyTorch", help="the PyTorch labeler of a run or labeler folder"),
+    Runtime("onnx", "ONNX Runtime", "seqrep.export.loaders:onnx_labeler", onnx=True,
+            help="a seqrep export folder's graph on ONNX Runtime"),
+    Runtime("onnx-int8", "ONNX Runtime", "seqrep.export.loaders:onnx_labeler", onnx=True,
+            variant="int8", help="the int8 graph seqrep export --int8 adds"),
+))
 
 
 def runtime(name: str, exported: bool = False) -> Runtime:
     """The runtime ``--runtime NAME`` picks; ``auto``: onnx for an ONNX export folder
     (``exported``), else torch."""
-    check_runtime(name)
+    RUNTIMES.check(name, "--runtime", auto=True)
     if name == AUTO:
         return RUNTIMES["onnx" if exported else "torch"]
     return RUNTIMES[name]

@@ -6,65 +6,66 @@ A task is what a labeler's tags mean and how they are scored:
   over spans (NER, slots, chunks);
 - ``tokens``: one plain tag per word (POS), scored by accuracy over words.
 
-A decoding turns per-word logits into tags: ``greedy`` (argmax per word) or ``constrained``
-(Viterbi over valid IOB2 transitions, :mod:`seqrep.decode`). Training may ask for ``auto``:
+A decoding turns per-word log-probabilities into tags (:meth:`Decoding.decode`): ``greedy``
+(argmax per word) or ``constrained`` (Viterbi over valid IOB2 transitions); the algorithms
+are in :mod:`seqrep.decode`, named by reference. Training may ask for ``auto``:
 constrained unless greedy scores clearly higher on validation
 (:func:`seqrep.evaluate.choose_decoding`). Predicted tags are written as the task reads them
 (:meth:`Task.written`), so every output of a prediction holds the spans evaluation scores.
 
-Callers look an object up by the name a config stores (:func:`task_of`, :data:`DECODINGS`) and
-ask it; adding a task or a decoding touches this module (and, for a decoding, the algorithm in
-:mod:`seqrep.decode`). Light on purpose: the configs validate against these tables, so nothing
-here imports torch; seqeval is imported when a span score is computed.
+Both families are :class:`~seqrep.table.Table` s: callers look an object up by the name a
+config stores (:func:`task_of`, :data:`DECODINGS`) and ask it; adding a decoding is one entry
+(``DECODINGS.register(Decoding(name, help, function))``) and its function, from inside seqrep
+or outside it. Light on purpose: the configs validate against these tables, so nothing here
+imports torch; seqeval is imported when a span score is computed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from seqrep.data.tags import spans_to_tags, strict_spans, tags_to_spans
 from seqrep.errors import ConfigError
+from seqrep.table import AUTO, Table, resolve
 
 if TYPE_CHECKING:
     from seqrep.data.types import Sentence
 
-AUTO = "auto"  # a config's "decide from the data": the task from the tags, the decoding on val.
+# AUTO, a config's "decide from the data": the task from the tags, the decoding on validation
 
 
 # ---------------------------------------------------------------------------- decodings
 @dataclass(frozen=True)
 class Decoding:
-    """One way from per-word logits to tags; ``constrained``: only valid IOB2 transitions."""
+    """One way from per-word logits to tags.
+
+    Attributes:
+        name: the ``decoding`` setting's value.
+        help: what it does, as help texts say.
+        algorithm: ``(log_probs (n, L) tensor, labels) -> n tag ids``, or its
+            ``"module:function"`` reference, imported on first use (the algorithms need
+            torch; this table must not).
+    """
 
     name: str
     help: str
-    constrained: bool
+    algorithm: str | Callable[[Any, Sequence[str]], list[int]]
+
+    def decode(self, log_probs: Any, labels: Sequence[str]) -> list[int]:
+        """The tag ids of one sentence's ``(n, L)`` per-word log-probabilities (a CPU float
+        tensor), ``labels`` naming the L classes."""
+        return list(resolve(self.algorithm)(log_probs, labels))
+
+    def __repr__(self) -> str:
+        return f"<decoding {self.name}>"
 
 
-GREEDY = Decoding("greedy", "argmax per word", constrained=False)
-CONSTRAINED = Decoding("constrained", "Viterbi over valid IOB2 transitions", constrained=True)
-DECODINGS: dict[str, Decoding] = {d.name: d for d in (GREEDY, CONSTRAINED)}
-
-
-def decoding_names(auto: bool = False) -> tuple[str, ...]:
-    """The names a ``decoding`` setting takes (``auto`` first where training may choose)."""
-    return (AUTO,) * auto + tuple(DECODINGS)
-
-
-def check_decoding(value: str, option: str = "decoding", auto: bool = False) -> str:
-    """``value`` if it names a decoding (or ``auto`` where allowed), else a ConfigError.
-
-    The message reads as the setting was given: ``decoding='foo'; expected one of ...`` for a
-    config field, ``--decoding 'foo'; expected ... or ...`` for a command-line option.
-    """
-    names = decoding_names(auto)
-    if value not in names:
-        if option.startswith("--"):
-            raise ConfigError(f"{option} {value!r}; expected {' or '.join(names)}")
-        raise ConfigError(f"{option}={value!r}; expected one of {', '.join(names)}")
-    return value
+GREEDY = Decoding("greedy", "argmax per word", "seqrep.decode:greedy")
+CONSTRAINED = Decoding("constrained", "Viterbi over valid IOB2 transitions",
+                       "seqrep.decode:constrained")
+DECODINGS: Table[Decoding] = Table("decoding", (GREEDY, CONSTRAINED))
 
 
 # ---------------------------------------------------------------------------- tasks
@@ -72,6 +73,7 @@ class Task:
     """What callers ask of a task; one instance per task in :data:`TASKS`."""
 
     name: str
+    help: str  #: what it is, as help texts say
     unit: str  #: what one gold occurrence of a label is, in messages: span or word
     metric: str  #: the headline score's name in summaries
     decodings: tuple[Decoding, ...]  #: those that apply, preferred first (wins a tie)
@@ -99,7 +101,7 @@ class Task:
     def decoding(self, requested: str) -> str:
         """The decoding used when ``requested`` is asked for: the task's only one where it
         has one (token tagging: greedy, there are no transitions to constrain), else
-        ``requested`` itself (which :func:`seqrep.decode.decode` checks)."""
+        ``requested`` itself (which :data:`DECODINGS` checks)."""
         return self.decodings[0].name if len(self.decodings) == 1 else requested
 
     def check_labels(self, labels: Sequence[str]) -> None:
@@ -134,6 +136,7 @@ class SpanTask(Task):
     """Span labeling: IOB2 tags, seqeval strict IOB2 scores, Viterbi-constrained decoding."""
 
     name, unit, metric = "spans", "span", "F1"
+    help = "IOB2 spans (NER, slots, chunks), scored by span F1"
     decodings = (CONSTRAINED, GREEDY)
 
     def inventory(self, sentences: Iterable[Sentence]) -> list[str]:
@@ -194,6 +197,7 @@ class TokenTask(Task):
     """Token tagging: one plain tag per word, accuracy, greedy decoding only."""
 
     name, unit, metric = "tokens", "word", "accuracy"
+    help = "one plain tag per word (POS), scored by accuracy"
     decodings = (GREEDY,)
 
     def gold(self, tags: Iterable[str]) -> tuple[str, ...]:
@@ -227,7 +231,6 @@ class TokenTask(Task):
 
 
 SPANS, TOKENS = SpanTask(), TokenTask()
-TASKS: dict[str, Task] = {t.name: t for t in (SPANS, TOKENS)}
 
 
 def unknown_labels_message(source: str, unknown: Iterable[str], labels: Sequence[str],
@@ -253,22 +256,11 @@ def unknown_labels_message(source: str, unknown: Iterable[str], labels: Sequence
             f"--label-map OLD=NEW{example}")
 
 
-def task_names(auto: bool = False) -> tuple[str, ...]:
-    """The names a ``task`` setting takes (``auto`` first where it may be detected)."""
-    return (AUTO,) * auto + tuple(TASKS)
-
-
-def task_of(name: str | Task) -> Task:
-    """The task a config names (a task object is returned as it is). ``auto`` is resolved
-    from the training data (:func:`resolve_task`); a labeler built from given labels without
-    training keeps it and is read as span labeling, as its config checks its labels."""
-    if isinstance(name, Task):
-        return name
-    if name == AUTO:
-        return SPANS
-    if name not in TASKS:
-        raise ConfigError(f"task={name!r}; expected one of {', '.join(TASKS)}")
-    return TASKS[name]
+# ``auto`` is resolved from the training data (:func:`resolve_task`); a labeler built from
+# given labels without training keeps it and is read as span labeling, as its config checks
+# its labels
+TASKS: Table[Task] = Table("task", (SPANS, TOKENS), aliases={AUTO: SPANS.name})
+task_of = TASKS.of  # the task a config names (a task object is returned as it is)
 
 
 def resolve_task(name: str, sentences: Sequence[Sentence]) -> Task:

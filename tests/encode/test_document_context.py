@@ -8,7 +8,7 @@ import pytest
 from seqrep.config import LabelerConfig
 from seqrep.contexts import DOCUMENT
 from seqrep.encode.document import documents, encode_document
-from seqrep.encode.repeat import RepeatSpec, encode_sentence
+from seqrep.encode.repeat import RepeatSpec, encode_sentence, focus_segment
 from seqrep.errors import ConfigError
 
 
@@ -45,7 +45,8 @@ def test_a_document_longer_than_the_window_is_read_once_from_the_best_window() -
 def test_the_focus_layout_puts_only_the_words_a_window_reads_in_its_last_copy() -> None:
     # the same 7 words, windows and owners as above; the first copy holds the window, the
     # last only the words the row reads (their positions counted by hand)
-    rows = encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=1), limit=4, focus=True)
+    rows = encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=1), limit=4,
+                           segment=focus_segment)
     assert [places for _, places in rows] == [((0, 0), (0, 1), (1, 0)), ((1, 1), (1, 2)),
                                               ((2, 0), (2, 1))]
     assert [seg.input_ids for seg, _ in rows] == [(10, 11, 12, 13, 10, 11, 12),
@@ -55,15 +56,16 @@ def test_the_focus_layout_puts_only_the_words_a_window_reads_in_its_last_copy() 
     # r = 2 with a separator between copies and every copy read: the window twice, then the
     # two words; word 3 sits at 1, 6 and 11, word 4 at 2, 7 and 12
     spec = RepeatSpec(repetitions=2, separator=(9,), read="mean")
-    seg = encode_document(_doc([2, 3, 2]), spec, limit=4, focus=True)[1][0]
+    seg = encode_document(_doc([2, 3, 2]), spec, limit=4, segment=focus_segment)[1][0]
     assert seg.input_ids == (12, 13, 14, 15, 9, 12, 13, 14, 15, 9, 13, 14)
     assert seg.reads == ((1, 6, 10), (2, 7, 11))
     # at r = 0 there is no earlier copy: the window itself, as in the repeated layout
     plain = encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=0), limit=4)
     assert encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=0), limit=4,
-                           focus=True) == plain
+                           segment=focus_segment) == plain
     # a document that fits one window reads every word there: both layouts agree
-    whole = encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=1), limit=100, focus=True)
+    whole = encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=1), limit=100,
+                            segment=focus_segment)
     assert whole == encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=1), limit=100)
 
 
@@ -74,7 +76,7 @@ def test_the_focus_layout_keeps_sentence_separators_in_its_last_copy() -> None:
     # and stays with the first; words 4-6 are read from the second, whose last copy keeps
     # the separator before 15 and reads 15 after it
     rows = encode_document(_doc([2, 3, 2]), RepeatSpec(repetitions=1), limit=5,
-                           separator=(99,), focus=True)
+                           separator=(99,), segment=focus_segment)
     seg, places = rows[-1]
     assert places == ((1, 2), (2, 0), (2, 1))
     assert seg.input_ids == (13, 14, 99, 15, 16, 14, 99, 15, 16)
@@ -110,7 +112,7 @@ def test_focus_rows_read_the_same_words_in_fewer_tokens() -> None:
     doc = [[[5] * (1 + (s + w) % 3) for w in range(n)] for s, n in enumerate(sizes)]
     spec = RepeatSpec(repetitions=1)
     repeated = encode_document(doc, spec, 50, separator=(1,))
-    focus = encode_document(doc, spec, 50, separator=(1,), focus=True)
+    focus = encode_document(doc, spec, 50, separator=(1,), segment=focus_segment)
     assert [p for _, p in focus] == [p for _, p in repeated]
     for (a, _), (b, places) in zip(repeated, focus):
         # the first copy is the window in both; the last holds the read words only, each

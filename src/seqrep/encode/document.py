@@ -14,7 +14,7 @@ every read word of the last copy has seen the whole window before it, both sides
 which is what document context is for; and at r = 0 a causal model gets left context, the
 honest baseline.
 
-The focus layout (``context="document-focus"``, ``focus=True`` here) is the other answer:
+The focus layout (``context="document-focus"``, :func:`focus_rows`) is the other answer:
 the window in the first r copies, and in the last only the words the row reads::
 
     [prefix] window_1 [sep] ... window_r [sep] read_words [suffix]
@@ -41,9 +41,14 @@ corpus without documents trains and labels as at sentence level.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
-from seqrep.encode.repeat import RepeatSpec, Segment, build_segment, windows
+from seqrep.encode.align import label_ids
+from seqrep.encode.repeat import RepeatSpec, Segment, build_segment, focus_segment, windows
+from seqrep.encode.rows import Item, RowEncoder, sentence_items
+
+# what lays out one window: build_segment, focus_segment or a layout's own
+SegmentBuilder = Callable[..., Segment]
 
 # share of the budget that consecutive windows of a document share
 OVERLAP = 0.5
@@ -81,7 +86,8 @@ def chunk_spans(n: int, size: int, docs: Sequence[Hashable | None] | None = None
 
 def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpec, limit: int,
                     separator: Sequence[int] = (),
-                    leads: Sequence[Sequence[int]] | None = None, focus: bool = False
+                    leads: Sequence[Sequence[int]] | None = None,
+                    segment: SegmentBuilder = build_segment
                     ) -> list[tuple[Segment, tuple[tuple[int, int], ...]]]:
     """The rows of one document (see the module docstring).
 
@@ -92,7 +98,9 @@ def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpe
         limit: subtokens per copy of a window.
         separator: ids put before the first word of each sentence after the first.
         leads: per sentence, per word, leading space-only tokens not to read.
-        focus: the focus layout: the last copy holds only the words the row reads.
+        segment: lays out one window (``word_ids, spec, words, owned, leads``):
+            :func:`~seqrep.encode.repeat.build_segment`, or
+            :func:`~seqrep.encode.repeat.focus_segment` for the focus layout.
 
     Returns:
         ``(segment, places)`` per row: ``places`` gives, for each word the row reads (in
@@ -124,9 +132,47 @@ def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpe
     rows = []
     for s, e, owned in spans:
         if owned:
-            seg = build_segment(flat[s:e], spec, range(s, e), owned, flat_leads[s:e], focus)
+            seg = segment(flat[s:e], spec, range(s, e), owned, flat_leads[s:e])
             rows.append((seg, tuple(places[i] for i in seg.words)))
     return rows
+
+
+def document_rows(encoder: RowEncoder, sentences: Sequence[Sequence[str]],
+                  tags: Sequence[Sequence[str]] | None = None,
+                  docs: Sequence[Hashable | None] | None = None) -> list[Item]:
+    """The document context's rows: runs of consecutive sentences of one document share
+    windows (the module docstring); without ``docs`` every sentence is its own document."""
+    return _rows(encoder, sentences, tags, docs, build_segment)
+
+
+def focus_rows(encoder: RowEncoder, sentences: Sequence[Sequence[str]],
+               tags: Sequence[Sequence[str]] | None = None,
+               docs: Sequence[Hashable | None] | None = None) -> list[Item]:
+    """The focus layout's rows: :func:`document_rows`' windows, the last copy holding only
+    the words a row reads."""
+    return _rows(encoder, sentences, tags, docs, focus_segment)
+
+
+def _rows(encoder: RowEncoder, sentences: Sequence[Sequence[str]],
+          tags: Sequence[Sequence[str]] | None, docs: Sequence[Hashable | None] | None,
+          segment: SegmentBuilder) -> list[Item]:
+    if docs is None:
+        docs = [None] * len(sentences)
+    if len(docs) != len(sentences):
+        raise ValueError(f"{len(docs)} document ids for {len(sentences)} sentences")
+    out = []
+    for group in documents(docs):
+        if len(group) == 1:  # nothing around it: exactly the sentence-level rows
+            out += sentence_items(encoder, group[0], sentences[group[0]], tags)
+            continue
+        ids, leads = zip(*(encoder.word_ids(sentences[i]) for i in group), strict=True)
+        gold = None if tags is None else [label_ids(tags[i], encoder.label2id) for i in group]
+        for seg, places in encode_document(ids, encoder.spec, encoder.context_tokens,
+                                           encoder.context_separator, leads, segment):
+            where = tuple((group[s], w) for s, w in places)
+            labels = None if gold is None else tuple(gold[s][w] for s, w in places)
+            out.append(Item(where[0][0], seg, labels, where))
+    return out
 
 
 def text_documents(owners: Sequence[int], count: int,

@@ -5,9 +5,9 @@
     words --WordTokenizer--> subtoken ids --encode_sentence--> segments (k copies, windows)
           --length_batches--> index lists --collate--> Batch (B, T) (+ label ids)
 
-With ``context="document"`` and the sentences' document ids given, the rows of a document
-come from :func:`~seqrep.encode.document.encode_document` instead (several sentences per row);
-everything after the rows is the same.
+The rows are the context's (:meth:`seqrep.contexts.Context.build_rows`: each sentence alone,
+or with ``context="document"`` and the sentences' document ids, several sentences of a
+document per row, :mod:`seqrep.encode.document`); everything after the rows is the same.
 
 Training, evaluation, prediction, probes and the benchmark all call :meth:`Encoder.items`,
 :meth:`Encoder.plan` and :meth:`Encoder.collate` (or :meth:`Encoder.batches`, the three in a
@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import torch
 
 from seqrep.contexts import context_of
-from seqrep.encode.align import WordTokenizer, label_ids
+from seqrep.encode.align import WordTokenizer
 from seqrep.encode.batch import MAX_TOKENS, Batch, collate, length_batches
-from seqrep.encode.document import documents, encode_document
 from seqrep.encode.repeat import RepeatSpec, Segment, encode_sentence
+from seqrep.encode.rows import Item
 from seqrep.errors import ConfigError
 
 
@@ -52,32 +51,6 @@ class EncodeConfig(Protocol):
 
 
 C = TypeVar("C", bound=EncodeConfig)
-
-@dataclass(frozen=True)
-class Item:
-    """One model row: its segment and, when training, the label ids of the words it reads.
-
-    ``sentence`` is the (first) sentence the row reads words of; ``places`` gives the
-    ``(sentence, word)`` of each read word when the row holds several sentences (document
-    context), and is None when every read word is ``(sentence, segment.words[j])``.
-    """
-
-    sentence: int
-    segment: Segment
-    labels: tuple[int, ...] | None = None
-    places: tuple[tuple[int, int], ...] | None = None
-
-    def targets(self) -> tuple[tuple[int, int], ...]:
-        """``(sentence, word)`` of each word the row reads, in read order."""
-        if self.places is not None:
-            return self.places
-        return tuple((self.sentence, w) for w in self.segment.words)
-
-    @property
-    def starts(self) -> int:
-        """Sentences whose first word this row reads (counts sentences trained on)."""
-        return sum(w == 0 for _, w in self.targets())
-
 
 def repeat_spec(tokenizer: Any, words: WordTokenizer, config: EncodeConfig) -> RepeatSpec:
     """The repetition layout a labeler config asks for, in this tokenizer's ids."""
@@ -192,54 +165,28 @@ class Encoder:
         check_context_separator(len(self.context_separator), config, self.spec)
         self._lock = threading.Lock()
 
+    def word_ids(self, words: Sequence[str]) -> tuple[list[list[int]], list[int]]:
+        """The subtoken ids of each word of one word list, and its leading space-only
+        tokens (what a row builder lays out)."""
+        with self._lock:
+            return self.words(words), self.words.leads(words)
+
     def segments(self, words: Sequence[str]) -> list[Segment]:
         """The model rows of one sentence (several windows when it is long)."""
-        with self._lock:
-            ids, leads = self.words(words), self.words.leads(words)
+        ids, leads = self.word_ids(words)
         return encode_sentence(ids, self.spec, leads=leads)
 
     def items(self, sentences: Sequence[Sequence[str]],
               tags: Sequence[Sequence[str]] | None = None,
               docs: Sequence[Any] | None = None) -> list[Item]:
-        """Every row of every sentence, with the label ids of the words it reads if ``tags``.
+        """Every row of every sentence, with the label ids of the words it reads if ``tags``:
+        the rows the context builds (:meth:`~seqrep.contexts.Context.build_rows`).
 
         ``docs`` (one document id per sentence, None for none) matters with document
         context only: runs of consecutive sentences of one document share rows (see
         :mod:`seqrep.encode.document`); without it every sentence is its own document.
         """
-        if self.context.documents and docs is not None:
-            return self._document_items(sentences, tags, docs)
-        out = []
-        for i, words in enumerate(sentences):
-            ids = label_ids(tags[i], self.label2id) if tags is not None else None
-            out += [Item(i, seg, None if ids is None else tuple(ids[w] for w in seg.words))
-                    for seg in self.segments(words)]
-        return out
-
-    def _document_items(self, sentences: Sequence[Sequence[str]],
-                        tags: Sequence[Sequence[str]] | None, docs: Sequence[Any]
-                        ) -> list[Item]:
-        if len(docs) != len(sentences):
-            raise ValueError(f"{len(docs)} document ids for {len(sentences)} sentences")
-        out = []
-        for group in documents(docs):
-            if len(group) == 1:  # nothing around it: exactly the sentence-level rows
-                i = group[0]
-                ids = label_ids(tags[i], self.label2id) if tags is not None else None
-                out += [Item(i, seg, None if ids is None else tuple(ids[w] for w in seg.words))
-                        for seg in self.segments(sentences[i])]
-                continue
-            with self._lock:
-                ids = [self.words(sentences[i]) for i in group]
-                leads = [self.words.leads(sentences[i]) for i in group]
-            gold = None if tags is None else [label_ids(tags[i], self.label2id) for i in group]
-            for seg, places in encode_document(ids, self.spec, self.context_tokens,
-                                               self.context_separator, leads,
-                                               self.context.focus):
-                where = tuple((group[s], w) for s, w in places)
-                labels = None if gold is None else tuple(gold[s][w] for s, w in places)
-                out.append(Item(where[0][0], seg, labels, where))
-        return out
+        return self.context.build_rows(self, sentences, tags, docs)
 
     def plan(self, items: Sequence[Item], batch_size: int, max_tokens: int | None = None,
              shuffle: bool = False, seed: int = 0, sentences: bool = False

@@ -73,7 +73,7 @@ class RepeatSpec:
 def build_segment(word_ids: Sequence[Sequence[int]], spec: RepeatSpec,
                   words: Sequence[int] | None = None,
                   owned: Sequence[int] | None = None,
-                  leads: Sequence[int] | None = None, focus: bool = False) -> Segment:
+                  leads: Sequence[int] | None = None) -> Segment:
     """Lay out one window of words ``k`` times and note the read positions.
 
     Args:
@@ -82,26 +82,45 @@ def build_segment(word_ids: Sequence[Sequence[int]], spec: RepeatSpec,
         leads: per word, leading space-only tokens not to read (default none).
         words: sentence indices of the window's words (default ``0..n-1``).
         owned: the subset of ``words`` this segment reports states for (default all).
-        focus: the last copy (at r >= 1) holds only the owned words, in their order; the
-            earlier copies hold the whole window (document context's focus layout).
 
     Returns:
         The segment.
     """
+    return lay_out(word_ids, spec, words, owned, leads)
+
+
+def focus_segment(word_ids: Sequence[Sequence[int]], spec: RepeatSpec,
+                  words: Sequence[int] | None = None,
+                  owned: Sequence[int] | None = None,
+                  leads: Sequence[int] | None = None) -> Segment:
+    """:func:`build_segment` with the last copy (at r >= 1) holding only the owned words, in
+    their order; the earlier copies hold the whole window (document context's focus layout:
+    the read words still see the whole window, in fewer tokens)."""
     words = list(range(len(word_ids))) if words is None else list(words)
     owned_set = set(words if owned is None else owned)
+    return lay_out(word_ids, spec, words, owned, leads,
+                   last=[j for j, w in enumerate(words) if w in owned_set])
+
+
+def lay_out(word_ids: Sequence[Sequence[int]], spec: RepeatSpec,
+            words: Sequence[int] | None = None, owned: Sequence[int] | None = None,
+            leads: Sequence[int] | None = None, last: Sequence[int] | None = None
+            ) -> Segment:
+    """The segment of :func:`build_segment`, with ``last`` the window positions (indices
+    into ``word_ids``) the last copy holds where there are several copies (None: all, as in
+    every other copy); what a layout varies, so each layout is a few lines over this."""
+    words = list(range(len(word_ids))) if words is None else list(words)
+    owned_set = set(words if owned is None else owned)
+    every = range(len(word_ids))
     ids: list[int] = list(spec.prefix)
     starts: list[dict[int, int]] = []  # per copy: start position of each word laid out
     for c in range(spec.copies):
         if c and spec.separator:
             ids.extend(spec.separator)
-        last = focus and 0 < c == spec.copies - 1
         copy_starts: dict[int, int] = {}
-        for j, w in enumerate(word_ids):
-            if last and words[j] not in owned_set:
-                continue
+        for j in (last if last is not None and 0 < c == spec.copies - 1 else every):
             copy_starts[j] = len(ids)
-            ids.extend(w)
+            ids.extend(word_ids[j])
         starts.append(copy_starts)
     ids.extend(spec.suffix)
 

@@ -14,7 +14,9 @@
   an embedding for every id).
 - :func:`~seqrep.export.quantize.quantize_int8` adds the int8 graph that kept F1 (within 0.5
   points of fp32 on CoNLL-2003, see ``results/int8.json``) beside the fp32 one.
-- :func:`load_labeler` picks the runtime for the commands' ``--runtime``.
+- :func:`load_labeler` picks the runtime for the commands' ``--runtime``, which loads the
+  folder (:meth:`seqrep.runtimes.Runtime.load`, with the loaders of
+  :mod:`~seqrep.export.loaders`).
 
 Both need the ``onnx`` extra: ``pip install 'seqrep[onnx]'``.
 """
@@ -50,24 +52,9 @@ def load_labeler(path, runtime: str = "auto", trust_remote_code: bool = False,  
         threads: ONNX Runtime's intra-op threads (default: its own); torch keeps its
             setting.
     """
-    from pathlib import Path
-
-    from seqrep.errors import ConfigError
+    from seqrep.export.loaders import exported
+    from seqrep.runtimes import Settings
     from seqrep.runtimes import runtime as pick
 
-    meta = Path(path) / META_FILE
-    # a metadata "file" that is a folder, a device or a FIFO still marks an export: the
-    # ONNX runtime refuses it in one line, where torch would misread the folder
-    exported = meta.exists() or meta.is_symlink()
-    chosen = pick(runtime, exported)  # checks the name too
-    if exported and not chosen.onnx:
-        raise ConfigError(f"{path} is an ONNX export; use --runtime onnx (or auto)")
-    if chosen.onnx:
-        require_onnx("onnxruntime")
-        from seqrep.export.runtime import OnnxLabeler
-
-        return OnnxLabeler.from_pretrained(path, threads, device=device, precision=precision,
-                                           variant=chosen.variant)
-    from seqrep.model.labeler import SequenceLabeler
-
-    return SequenceLabeler.from_pretrained(path, trust_remote_code, device, precision)
+    chosen = pick(runtime, exported(path))  # checks the name too
+    return chosen.load(path, Settings(trust_remote_code, device, precision, threads))

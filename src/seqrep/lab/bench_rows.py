@@ -130,10 +130,9 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     if onnx is not None:
         if exported is None:
             raise ValueError(f"an {precision} row needs the folder _export wrote")
-        from seqrep.export.runtime import OnnxLabeler
+        from seqrep.runtimes import Settings
 
-        lab = OnnxLabeler.from_pretrained(exported, intra_op_num_threads=threads
-                                          or torch.get_num_threads(), variant=onnx.variant)
+        lab = onnx.load(exported, Settings(threads=threads or torch.get_num_threads()))
 
     def run(batch_words: list[list[str]], bs: int, ids: list[Any] | None = None
             ) -> list[torch.Tensor]:

@@ -25,9 +25,25 @@ def context_cell(row: dict[str, Any]) -> str:
     """A row's context: ``sentence``, or ``document 256`` (its window budget in subtokens),
     with its separator where it is not the default newline, and ``row batches`` where its
     training batches counted model rows, not sentences."""
-    return context_of(row.get("context")).cell(row.get("context_tokens"),
-                                               row.get("context_separator"),
-                                               bool(row.get("batch_rows")))
+    context = context_of(row.get("context"))
+    if not context.documents:
+        return context.name
+    separator = row.get("context_separator")
+    return f"{context.name} {row.get('context_tokens')}" \
+        + ("" if separator in (None, "\n") else f", separator {separator!r}") \
+        + (", row batches" if row.get("batch_rows") else "")
+
+
+# What a lab run's name adds for its context (sentence runs keep the names they had before
+# the setting existed); a context not named here adds its own name.
+RUN_SUFFIXES = {"sentence": "", "document": "-doc", "document-focus": "-docf"}
+
+
+def run_suffix(context: str | None) -> str:
+    """What a lab run's name adds for ``context`` (a name of :data:`seqrep.contexts.CONTEXTS`;
+    None: sentence)."""
+    name = context_of(context).name
+    return RUN_SUFFIXES.get(name, f"-{name}")
 
 
 def has_document(rows: list[dict[str, Any]]) -> bool:

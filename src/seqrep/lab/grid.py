@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.config import LabelerConfig, ReaderConfig, TrainConfig
-from seqrep.contexts import context_of
 from seqrep.errors import ConfigError
+from seqrep.lab.cells import run_suffix
 from seqrep.lab.identity import config_hash
 from seqrep.lab.results import append_record, environment, read_records
 from seqrep.model.tuning import FROZEN
@@ -73,7 +73,7 @@ class GridRun:
     def name(self) -> str:
         lab, tr = self.labeler, self.train
         kind = "probe" if self.probe_layers is not None else lab.finetune
-        doc = context_of(lab.context).run_suffix  # sentence runs keep their names
+        doc = run_suffix(lab.context)  # sentence runs keep their names
         return (f"{Path(tr.dataset).name}/{Path(lab.model).name}-r{lab.repetitions}-{lab.unmask}"
                 f"-L{lab.exit_layer or 'all'}{doc}-{kind}-s{tr.seed}-{self.run_id}")
 

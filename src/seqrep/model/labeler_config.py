@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 from seqrep.configbase import ConfigBase, check_choice, check_types
 from seqrep.configbase import option as _f  # every field line uses it
-from seqrep.contexts import CONTEXTS, SENTENCE, contexts_help
+from seqrep.contexts import CONTEXTS, SENTENCE
 from seqrep.encode.repeat import COPY_READS, SUBTOKEN_READS
 from seqrep.errors import ConfigError
-from seqrep.model.tuning import MODES, modes_help
-from seqrep.tasks import SPANS, TASKS, check_decoding, task_names
+from seqrep.model.tuning import MODES
+from seqrep.tasks import DECODINGS, TASKS
 
 UNMASK_NAMES = ("none", "full", "middle")
 ATTENTION = ("sdpa", "eager", "flash_attention_2", "flash_attention_3", "flex_attention")
@@ -56,52 +56,37 @@ class LabelerConfig(ConfigBase):
     """What the labeler is: backbone, repetition, attention strategy, exit layer and head."""
 
     model: str = _f("smollm2-135m", "packaged alias, local folder or Hugging Face hub id")
-    labels: list[str] = _f([], "the model's classes: IOB2 tags with 'O' first (task=spans) or "
-                               "plain tags (task=tokens); empty: taken from the training data")
-    task: str = _f("auto", "spans (IOB2 tags, span F1; NER, slots, chunks), tokens (one tag per "
-                           "word, token accuracy; POS) or auto (tokens when every training word "
-                           "has a plain tag and no word is O or I-)")
-    repetitions: int = _f(1, "r: the sentence is fed k = r + 1 times; words are read from the "
-                             "last copy")
-    unmask: str = _f("none", "layers made bidirectional: none, full, middle or a comma list")
-    exit_layer: int | str | None = _f(None, "use only the first L layers (None: all; auto: "
-                                            "the layer whose frozen probe scores best on "
-                                            "validation, chosen before fine-tuning)")
-    final_norm: bool = _f(True, "apply the model's final norm to the exit layer's states")
-    subtoken: str = _f("first", "where a word is read: first, last or mean of its subtokens")
-    read: str = _f("last", "copies read: last (the paper) or mean over all copies")
-    separator: str = _f("none", "between copies: none, bos, or a literal string")
-    bos: str = _f("auto", "special tokens around the input: auto (the tokenizer's own), yes "
-                          "(force BOS), no")
-    max_subtokens: int = _f(256, "subtokens per copy, at most what the model's positions "
-                                 "hold for k copies (a labeler cuts it to that and records "
-                                 "it); longer sentences are cut into overlapping windows")
-    context: str = _f(SENTENCE.name, contexts_help())
-    context_tokens: int = _f(256, "with context=document: subtokens per copy of a document "
-                                  "window (cut to what the model's positions hold for k "
-                                  "copies); a longer sentence is windowed")
-    context_separator: str = _f("\n", "with context=document: put before each sentence of a "
-                                       "window but the document's first: none, bos, or a "
-                                       "literal string (one the tokenizer reads as nothing, "
-                                       "as BERT's WordPiece reads a newline, becomes its "
-                                       "[SEP] token)")
+    labels: list[str] = _f([], "the tags, 'O' first for spans (empty: from the data)")
+    task: str = _f("auto", "spans (IOB2 tags, span F1), tokens (one tag per word, accuracy) or "
+                           "auto")
+    repetitions: int = _f(1, "r: the sentence is fed r + 1 times")
+    unmask: str = _f("none", "bidirectional layers: none, full, middle or a list")
+    exit_layer: int | str | None = _f(None, "use only the first L layers (unset: all; auto: "
+                                            "chosen by a probe)")
+    final_norm: bool = _f(True, "apply the final norm to the exit layer's states")
+    subtoken: str = _f("first", "where a word is read: first, last or mean subtoken")
+    read: str = _f("last", "copies read: last (the paper's) or mean")
+    separator: str = _f("none", "between copies: none, bos or a literal string")
+    bos: str = _f("auto", "special tokens: auto (the tokenizer's), yes or no")
+    max_subtokens: int = _f(256, "subtokens per copy (longer sentences: in windows)")
+    context: str = _f(SENTENCE.name, CONTEXTS.help("what a model row holds: "))
+    context_tokens: int = _f(256, "with document context: subtokens per window")
+    context_separator: str = _f("\n", "with document context: text before each sentence but the "
+                                      "first (none, bos or a string)")
     dropout: float = _f(0.1, "dropout before the linear head")
-    padding_side: str = _f("right", "pad after (right) or before (left) the repeated sequence")
-    finetune: str = _f("full", modes_help())
-    train_embeddings: bool = _f(False, "with finetune=full, train the input embeddings too "
-                                       "(off: a quarter less time per step on CPU)")
-    frozen_layers: int = _f(0, "with finetune=full, keep the lowest N transformer blocks fixed "
-                               "(their backward pass is skipped: faster steps)")
+    padding_side: str = _f("right", "pad on the right or on the left")
+    finetune: str = _f("full", MODES.help())
+    train_embeddings: bool = _f(False, "with --finetune full, train the embeddings too")
+    frozen_layers: int = _f(0, "with --finetune full, keep the lowest N blocks fixed")
     lora_rank: int = _f(16, "LoRA rank")
     lora_alpha: int = _f(16, "LoRA alpha")
     lora_dropout: float = _f(0.1, "LoRA dropout")
-    lora_targets: list[str] = _f([], "modules LoRA adapts, by name (repeat the option or give "
-                                     "a comma list, e.g. q_proj,v_proj); empty: the attention "
-                                     "projections found in the model (q, k, v, o)")
+    lora_targets: list[str] = _f([], "modules LoRA adapts, e.g. q_proj,v_proj (empty: the "
+                                     "attention projections)")
     decoding: str = _f("constrained", "greedy (argmax per word) or constrained (Viterbi over "
                                       "valid IOB2 transitions)")
     attn_implementation: str = _f("sdpa", "attention backend: sdpa or eager")
-    dtype: str = _f("float32", "weight dtype (float32 is fastest on CPU)")
+    dtype: str = _f("float32", "weight dtype: float32, bfloat16 or float16")
     trust_remote_code: bool = _f(False, "allow code from the model repository")
 
     def __post_init__(self) -> None:
@@ -127,12 +112,12 @@ class LabelerConfig(ConfigBase):
         check_choice("read", self.read, COPY_READS)
         check_choice("bos", self.bos, ("auto", "yes", "no"))
         check_choice("padding_side", self.padding_side, ("right", "left"))
-        check_choice("finetune", self.finetune, tuple(MODES))
-        check_choice("task", self.task, task_names(auto=True))
+        MODES.check(self.finetune)
+        TASKS.check(self.task, auto=True)
         check_choice("dtype", self.dtype, ("float32", "bfloat16", "float16"))
-        check_decoding(self.decoding)
+        DECODINGS.check(self.decoding)
         check_choice("attn_implementation", self.attn_implementation, ATTENTION)
-        check_choice("context", self.context, tuple(CONTEXTS))
+        CONTEXTS.check(self.context)
         if len(self.context_separator) > MAX_SEPARATOR_CHARS:
             raise ConfigError(f"context_separator: {len(self.context_separator)} characters; "
                               f"expected at most {MAX_SEPARATOR_CHARS} (it marks where a "
@@ -143,6 +128,6 @@ class LabelerConfig(ConfigBase):
         for name in ("dropout", "lora_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"{name}={getattr(self, name)}; expected 0 <= {name} < 1")
-        TASKS.get(self.task, SPANS).check_labels(self.labels)  # auto: as spans until resolved
+        TASKS.of(self.task).check_labels(self.labels)  # auto: as spans until resolved
         if len(set(self.labels)) != len(self.labels):
             raise ConfigError("labels contain duplicates")

@@ -15,9 +15,10 @@ modules, never from a per-family table of classes.
   notice, as LoRA on the full-precision base (the adapter and the head are the same).
 - ``frozen``: the backbone is fixed; only the head trains (a linear probe).
 
-Each mode is one :class:`Mode` in :data:`MODES`, the one table every caller asks (the config
-validates ``finetune`` against its keys; training takes its default rates; saving and loading
-a labeler folder read what it keeps): adding a mode adds one entry here. The module imports
+Each mode is one :class:`Mode` in :data:`MODES`, the one table (:class:`~seqrep.table.Table`)
+every caller asks (the config validates ``finetune`` against it and takes its help text from
+it; training takes its default rates; saving and loading a labeler folder read what it
+keeps): adding a mode adds one entry (``MODES.register(Mode(...))``). The module imports
 neither torch nor the config at load time, so the config can validate against the table.
 """
 
@@ -29,7 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from seqrep.errors import ConfigError, ModelError
+from seqrep.errors import ConfigError, ModelError, first_line
+from seqrep.table import Table
 
 if TYPE_CHECKING:
     from torch import nn
@@ -92,7 +94,7 @@ def qlora_problem(device: str | None = None) -> str | None:
     try:
         import bitsandbytes.functional as bnbf
     except Exception as err:  # noqa: BLE001 - ImportError, or its native library failing
-        return f"bitsandbytes cannot be imported ({_first_line(err)})"
+        return f"bitsandbytes cannot be imported ({first_line(err)})"
     try:
         w = torch.linspace(-1.0, 1.0, 64 * 64, device=device).reshape(64, 64)
         packed, state = bnbf.quantize_4bit(w, quant_type="nf4", compress_statistics=True)
@@ -103,12 +105,8 @@ def qlora_problem(device: str | None = None) -> str | None:
         import bitsandbytes
 
         return (f"bitsandbytes {getattr(bitsandbytes, '__version__', '?')} cannot quantize "
-                f"to 4-bit on {device} ({_first_line(err)})")
+                f"to 4-bit on {device} ({first_line(err)})")
     return None
-
-
-def _first_line(err: Exception) -> str:
-    return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def check_qlora() -> None:
@@ -256,7 +254,7 @@ def _train_frozen(backbone: nn.Module, config: TuningConfig) -> nn.Module:
 FROZEN = "frozen"
 # full: the CPU recipe measured in README.md; lora: the paper's 2e-4; frozen: no backbone
 # weight trains, so only the head's rate matters.
-MODES: dict[str, Mode] = {m.name: m for m in (
+MODES: Table[Mode] = Table("finetune", (
     Mode("full", "all backbone weights; the CPU default", _train_full, lr=5e-5,
          saves_backbone=True),
     Mode("lora", "adapters on q,k,v,o", _train_lora, lr=2e-4, saves_adapter=True),
@@ -264,16 +262,10 @@ MODES: dict[str, Mode] = {m.name: m for m in (
                   "quantize on the device: a CUDA GPU, or the CPU with bitsandbytes 0.50.2",
          _train_qlora, lr=2e-4, saves_adapter=True, quantized=True, fallback="lora"),
     Mode(FROZEN, "head only", _train_frozen, lr=5e-5),
-)}
+))
 # The mode a saved labeler is rebuilt in before its own weights go on: it adds nothing and
 # trains nothing.
 REBUILT = FROZEN
-
-
-def modes_help() -> str:
-    """``--finetune``'s help: each mode and what it trains."""
-    items = [f"{m.name} ({m.help})" for m in MODES.values()]
-    return ", ".join(items[:-1]) + " or " + items[-1]
 
 
 def prepare_backbone(backbone: nn.Module, config: TuningConfig) -> nn.Module:

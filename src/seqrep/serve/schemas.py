@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
 
 from seqrep.tasks import DECODINGS
-
-DecodingName = Literal[tuple(DECODINGS)]  # type: ignore[valid-type]  # the names in the table
 
 
 class LabelRequest(BaseModel):
@@ -27,9 +25,18 @@ class LabelRequest(BaseModel):
         None, description="pre-tokenized sentences, one list of words each; a word holds no "
         "whitespace. Each is labeled as one sentence whose text is its words joined by single "
         "spaces; offsets point into that text")
-    decoding: DecodingName | None = Field(
+    decoding: StrictStr | None = Field(
         None, description="greedy (argmax per word) or constrained (Viterbi over valid IOB2 "
-        "transitions); default: the model's own")
+        "transitions), or another name of the decodings table; default: the model's own")
+
+    @field_validator("decoding")
+    @classmethod
+    def _known_decoding(cls, value: str | None) -> str | None:
+        """A name of the decodings table as it is when the request comes (a decoding
+        registered after this module was imported is served too)."""
+        if value is not None and value not in DECODINGS:
+            raise ValueError(f"expected one of {', '.join(DECODINGS)}")
+        return value
 
     @model_validator(mode="after")
     def _one_input(self) -> LabelRequest:
