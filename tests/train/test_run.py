@@ -255,12 +255,12 @@ def test_an_exit_layer_past_the_model_is_refused_before_anything_loads(
 
     from seqrep.config import TrainConfig
     from seqrep.fileio import write_json
-    from seqrep.train import run
+    from seqrep.train import plan
 
     def loaded(*_: object, **__: object) -> None:
         pytest.fail("the data or the weights loaded before the exit layer was checked")
 
-    monkeypatch.setattr(run, "load_data", loaded)
+    monkeypatch.setattr(plan, "load_data", loaded)
     monkeypatch.setattr(transformers.AutoModel, "from_pretrained", loaded)
     out = tmp_path / "run"
     code, _, err = cli(capsys, "train", "--dataset", corpus[0], "--output", str(out),

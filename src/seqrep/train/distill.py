@@ -26,13 +26,13 @@ Output folder, beside what ``train`` writes::
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -41,7 +41,8 @@ from seqrep.errors import ConfigError, DataError, SeqrepError, first_line
 from seqrep.fileio import write_json
 from seqrep.train import distill_folder, teacher_cache
 from seqrep.train.distill_folder import REQUEST, check_apart, check_fresh, read_request
-from seqrep.train.loop import soft_cross_entropy
+from seqrep.train.folder import logged_eval_seconds
+from seqrep.train.objective import soft_cross_entropy
 from seqrep.train.teacher_cache import CACHE, CHUNK, label_cache, teacher_key
 
 __all__ = ["CACHE", "CHUNK", "Distillation", "SoftTargets", "distill", "label_cache",
@@ -50,7 +51,7 @@ __all__ = ["CACHE", "CHUNK", "Distillation", "SoftTargets", "distill", "label_ca
 
 @dataclass
 class SoftTargets:
-    """The distillation loss of the training sentences (see :class:`~seqrep.train.loop.
+    """The distillation loss of the training sentences (see :class:`~seqrep.train.objective.
     BatchLoss`): per word, the soft cross-entropy against the teacher at ``temperature``;
     on words with gold labels, ``(1 - gold_weight)`` of it plus ``gold_weight`` of the
     cross-entropy on the gold label."""
@@ -75,9 +76,12 @@ class SoftTargets:
 
 @dataclass
 class Distillation:
-    """What :func:`seqrep.train.train` needs to distil: the teacher's distributions, one per
-    training sentence and then one per unlabeled sentence, the unlabeled sentences to add
-    (words and document id), the loss's settings and the ``run.json`` entry."""
+    """Distillation as a training objective (:class:`~seqrep.train.objective.Objective`):
+    the teacher's distributions, one per training sentence and then one per unlabeled
+    sentence, the unlabeled sentences to add (words and document id), the loss's settings
+    and the ``run.json`` entry. :func:`distill` has checked the output folder and moved any
+    old run aside before the teacher labeled into it, so the run keeps the folder's files
+    (``keeps_folder``)."""
 
     targets: list[torch.Tensor]
     words: list[tuple[str, ...]]  # the sentences ``targets`` belong to, in their order
@@ -85,8 +89,9 @@ class Distillation:
     temperature: float
     gold_weight: float
     record: dict[str, Any] = field(default_factory=dict)
+    keeps_folder: ClassVar[bool] = True
 
-    def extend(self, train: list[Any], labels: list[str]) -> tuple[list[Any], SoftTargets]:
+    def bind(self, train: list[Any], labels: Sequence[str]) -> tuple[list[Any], SoftTargets]:
         """The training split with the unlabeled sentences added (their tags a placeholder
         that no loss reads), and the loss over it."""
         from seqrep.data.types import Sentence
@@ -105,7 +110,7 @@ def teacher_config(run: Path) -> tuple[LabelerConfig, dict[str, Any]]:
     """The labeler config and the ``run.json`` of a finished run folder (``run.json`` and
     ``best/``), or one line saying why ``run`` is not one."""
     from seqrep.model.io import read_config
-    from seqrep.train.run import read_run_json
+    from seqrep.train.folder import read_run_json
 
     if not run.is_dir():
         raise ConfigError(f"teacher {run}: not a folder; expected a finished seqrep run")
@@ -238,7 +243,9 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
     """
     from seqrep.data.splits import load_data
     from seqrep.evaluate import check_labels
-    from seqrep.train.run import check_output, resumed_config, train
+    from seqrep.train.folder import check_output, resumed_config
+    from seqrep.train.probes import check_exit_layer
+    from seqrep.train.run import fit, plan_run, train
 
     began = time.perf_counter()
     output = Path(output).resolve()
@@ -266,6 +273,7 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
                                                 gold_weight)
     extra = _unlabeled(unlabeled, output if resume else None)
     student_model = check_student(student)
+    check_exit_layer(student)  # before the teacher labels anything
     if not resume:
         check_fresh(output, overwrite, check_output)
     data = load_data(train_config, reader_options)
@@ -290,9 +298,11 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
                   "unlabeled": str(unlabeled) if unlabeled else None,
                   "unlabeled_sentences": len(extra),
                   "cache": CACHE if cache == output / CACHE else str(cache), **speed}
-        plan = Distillation(logp, words, extra, temperature, gold_weight, {"distill": record})
-        metrics = train(student, train_config, output, resume=(output / "run.json").exists(),
-                        quiet=quiet, reader_options=reader_options, distill=plan)
+        objective = Distillation(logp, words, extra, temperature, gold_weight,
+                                 {"distill": record})
+        metrics = fit(plan_run(student, train_config, output,
+                               resume=(output / "run.json").exists(), quiet=quiet,
+                               reader_options=reader_options, objective=objective))
     except BaseException:
         distill_folder.restore(output, aside)  # the student never loaded: the old run is put back
         raise
@@ -376,8 +386,7 @@ def _work_seconds(output: Path, metrics: dict[str, Any], record: dict[str, Any])
     """The distillation's work, whichever sessions did it: the teacher's labeling (its
     chunks' seconds), the training steps, each validation (``log.jsonl``) and the test
     (model loading and data reading not counted)."""
-    evals, log = 0.0, output / "log.jsonl"
-    for line in log.read_text(encoding="utf-8").splitlines() if log.is_file() else []:
-        evals += float(json.loads(line).get("eval_seconds") or 0)
+    evals = logged_eval_seconds(output / "log.jsonl")
     return round((record["teacher_seconds"] or 0) + metrics.get("train_seconds", 0) + evals
                  + (metrics.get("test") or {}).get("seconds", 0), 2)
+

@@ -11,7 +11,7 @@ a cache moved mid-way, would be silently wrong; start a new distillation to chan
 The output never is, holds or lies inside the teacher or the label cache, nor the cache the
 teacher; and ``--overwrite`` keeps the old run until the student has loaded, as ``train
 --overwrite`` does: the old run's files are moved into a temporary folder inside the output
-(:data:`ASIDE`), which training's own clean-up (:func:`seqrep.train.run.replace_output`)
+(:data:`ASIDE`), which training's own clean-up (:func:`seqrep.train.folder.replace_output`)
 removes once the student's model has loaded, and which is put back if the distillation fails
 before that.
 """

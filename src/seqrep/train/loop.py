@@ -8,20 +8,26 @@ One code path for 1 and N processes (``torchrun`` / ``accelerate launch``), CPU 
 step takes the next ``grad_accum x processes`` batches of it, process ``r`` running every
 ``r``-th. The loss is the sum over labeled words divided by the words of the whole step (all
 micro-batches, all processes), so N processes with batch B give the step one process gives
-with the same batches accumulated. With ``soft`` (distillation, :mod:`seqrep.train.distill`)
-the loss of a batch is its ``loss`` method's sum over words (:func:`soft_cross_entropy`), divided
-the same way. Evaluation shards sentences over the processes and gathers
+with the same batches accumulated. The loss of a batch is the run's objective's sum over words
+(:mod:`seqrep.train.objective`: cross-entropy on the gold labels, or distillation's soft
+targets), divided the same way. Evaluation shards sentences over the processes and gathers
 the logits back in order; only the main process writes the run folder.
+
+The trainer owns its run's lifecycle: :meth:`Trainer.start` readies the folder (and restores
+a resumed run), :meth:`Trainer.run` fits, :meth:`Trainer.test` scores the best model on the
+test split after :meth:`Trainer.release` has let go of the training model.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
+import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -36,43 +42,36 @@ from seqrep.evaluate import (
     scores_by_decoding,
     shard_indices,  # noqa: F401 - re-exported from its old home
 )
-from seqrep.fileio import append_jsonl
-from seqrep.model.device import Placement
+from seqrep.fileio import append_jsonl, write_json
+from seqrep.model.device import Placement, ran_on_line
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.tasks import task_of
 from seqrep.train.checkpoint import load_checkpoint, rng_states, save_checkpoint
+from seqrep.train.folder import replace_output, trim_log
+from seqrep.train.objective import (  # noqa: F401 - soft_cross_entropy: by its old home
+    BatchLoss,
+    GoldLabels,
+    soft_cross_entropy,
+)
 from seqrep.train.state import TrainState, build_optimizer, lr_factor, set_lr
 
-
-class BatchLoss(Protocol):
-    """A training loss other than cross-entropy on the gold labels (distillation's)."""
-
-    def loss(self, logits: torch.Tensor, labels: torch.Tensor | None,
-             items: list[Any]) -> torch.Tensor:
-        """The loss summed over the words of a batch of ``items`` (encoder items)."""
-        ...
-
-
-def soft_cross_entropy(logits: torch.Tensor, target_logp: torch.Tensor,
-                       temperature: float = 1.0) -> torch.Tensor:
-    """Per word, ``-T^2 sum_c p_c log q_c`` with ``p = softmax(target_logp / T)`` (the
-    teacher's distribution at temperature T) and ``q = softmax(logits / T)`` (the student's);
-    ``T^2`` keeps the gradient's size independent of T (Hinton et al., 2015)."""
-    p = torch.softmax(target_logp.float() / temperature, dim=-1)
-    logq = torch.log_softmax(logits.float() / temperature, dim=-1)
-    return -(p * logq).sum(-1) * temperature**2
+if TYPE_CHECKING:
+    from seqrep.train.plan import RunPlan
 
 
 class Trainer:
     """Runs one training job; see :func:`seqrep.train.train`."""
 
     def __init__(self, lcfg: LabelerConfig, tcfg: TrainConfig, output: Path, data: TrainData,
-                 quiet: bool = False, soft: BatchLoss | None = None) -> None:
+                 quiet: bool = False, loss: BatchLoss | None = None,
+                 placement: Placement | None = None) -> None:
+        """``loss``: the objective's (default cross-entropy on the gold labels);
+        ``placement``: as the plan resolved it (default: resolved here from ``tcfg``)."""
         from accelerate import Accelerator
 
         self.lcfg, self.cfg, self.output, self.data = lcfg, tcfg, output, data
-        self.soft = soft
-        placement = Placement.resolve(tcfg.device, tcfg.precision, training=True)
+        self.batch_loss = loss or GoldLabels()
+        placement = placement or Placement.resolve(tcfg.device, tcfg.precision, training=True)
         self.accelerator = Accelerator(cpu=placement.device.type == "cpu")
         self.rank = self.accelerator.process_index
         self.world = self.accelerator.num_processes
@@ -151,8 +150,7 @@ class Trainer:
             sync = a == micro - 1
             with contextlib.nullcontext() if sync else self.accelerator.no_sync(self.model):
                 logits = self.model(batch)
-                loss = (self.soft.loss(logits, batch.labels, members) if self.soft else
-                        nn.functional.cross_entropy(logits, batch.labels, reduction="sum"))
+                loss = self.batch_loss.loss(logits, batch.labels, members)
                 # DDP averages gradients over processes: scale back to a sum over the step
                 (loss * (weight * self.world / words)).backward()
             loss_sum += loss.detach().double().cpu() * weight
@@ -189,6 +187,11 @@ class Trainer:
         if ckpt_now or stop:
             self.save()
         return stop
+
+    @property
+    def finished(self) -> bool:
+        """Every epoch ran, or early stopping ended the run: what is left is its test."""
+        return self.state.epoch >= self.cfg.epochs or self.state.done
 
     @property
     def paused(self) -> bool:
@@ -266,6 +269,73 @@ class Trainer:
     def restore(self) -> None:
         self.state = load_checkpoint(self.output / "checkpoint", self.labeler, self.optimizer,
                                      self.rank, self.epoch_sizes)
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self, plan: RunPlan) -> None:
+        """Ready the run folder once the model has loaded (an old run is removed only now,
+        so a typo never deletes one; a kept folder only loses what a killed writer left),
+        write ``run.json`` for a new run, and pick a resumed run up at its checkpoint with
+        its log cut back to that point."""
+        if not self.quiet:
+            print(ran_on_line(self.labeler), file=sys.stderr, flush=True)
+        if self.main:
+            replace_output(self.output, plan.keeps_folder)
+            if not plan.resume:
+                write_json(self.output / "run.json", plan.run_record(self.world))
+        self.accelerator.wait_for_everyone()
+        state_file = self.output / "checkpoint" / "state.json"
+        if plan.resume and (state_file.exists() or state_file.is_symlink()):
+            self.restore()
+        if plan.resume and self.main:
+            trim_log(self.output / "log.jsonl", self.state.evals)
+
+    def release(self) -> Placement:
+        """Let go of the training model, its optimizer and their memory (before the best
+        model loads for the test, so both never sit in memory together); returns where the
+        model ran, for the best model to run there too."""
+        placement = self.labeler.placement
+        self.labeler = self.model = self.optimizer = None  # type: ignore[assignment]
+        gc.collect()
+        return placement
+
+    def test(self) -> dict[str, Any]:
+        """Score the best model on the test split and write ``metrics.json`` (main
+        process); the checkpoint goes, since the run is complete."""
+        from seqrep.evaluate import evaluate_logits
+
+        output, s = self.output, self.state
+        if s.best is None:
+            self.evaluate_and_select()
+        trainable = sum(q.numel() for q in self.labeler.parameters() if q.requires_grad)
+        placement = self.release()
+        best = SequenceLabeler.from_pretrained(output / "best", self.lcfg.trust_remote_code,
+                                               device=placement.device,
+                                               precision=placement.precision)
+        metrics: dict[str, Any] = {
+            "status": "finished", "task": best.config.task,
+            "exit_layer": best.config.exit_layer, "validation": s.best,
+            "validation_source": self.data.validation_source,
+            "decoding": best.config.decoding, "train_seconds": round(s.train_seconds, 2),
+            "steps": s.step, "train_tokens": s.tokens, "train_sentences": len(self.data.train),
+            "train_sentences_per_second": round(s.sentences / max(s.train_seconds, 1e-9), 2),
+            "trainable_parameters": trainable}
+        if self.data.test:
+            start, test = time.perf_counter(), self.data.test
+            bar = None if self.quiet else progress_bar(len(test), "test", leave=False)
+            logits = chunked_logits(best, test, self.cfg.eval_batch_size, self.accelerator,
+                                    bar)
+            metrics["test"] = evaluate_logits(best, test, logits)
+            metrics["test"]["seconds"] = round(time.perf_counter() - start, 3)
+            if not self.quiet:
+                print(f"test {task_of(best.config.task).metric} "
+                      f"{metrics['test']['f1'] * 100:.2f}% ({best.config.decoding} decoding, "
+                      f"{metrics['test']['sentences']} sentences; "
+                      f"{ran_on_line(best).removeprefix('running on ')})", flush=True)
+        if self.main:
+            write_json(output / "metrics.json", metrics)
+            shutil.rmtree(output / "checkpoint", ignore_errors=True)  # the run is complete
+        self.accelerator.wait_for_everyone()
+        return metrics
 
     def _postfix(self, loss: float) -> dict[str, str]:
         s = self.state
