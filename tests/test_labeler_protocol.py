@@ -20,11 +20,7 @@ def labeler(tiny) -> SequenceLabeler:
 
 
 def test_the_labelers_prediction_runs_on_provide_it(labeler) -> None:
-    from seqrep.serve.batcher import Batcher, _Cached
-
     assert isinstance(labeler, Labeler)
-    proxy = _Cached(labeler, {}, Batcher.__new__(Batcher))  # the batcher's view of a labeler
-    assert isinstance(proxy, Labeler)
     assert not isinstance(object(), Labeler)
 
     class NoLogits:

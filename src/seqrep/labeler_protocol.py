@@ -3,8 +3,7 @@ against it imports no labeler class (and no import circle forms around one).
 
 :class:`Labeler` is what :func:`seqrep.predict.predict_text`, the server's batcher and the
 spaCy component use. :class:`~seqrep.model.labeler.SequenceLabeler`,
-:class:`~seqrep.export.runtime.OnnxLabeler` and the batcher's proxy of a labeler with the
-batch's logits already computed all provide it. (What :mod:`seqrep.model.io` saves and
+:class:`~seqrep.export.runtime.OnnxLabeler` both provide it. (What :mod:`seqrep.model.io` saves and
 rebuilds is its own :class:`~seqrep.model.io.SavedLabeler`: the model package refers to
 nothing above it.)
 """

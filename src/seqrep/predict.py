@@ -109,10 +109,21 @@ def predict_text(labeler: Labeler, texts: Iterable[str], decoding: str | None = 
     pre = [pretokenized] * len(texts) if isinstance(pretokenized, bool) else list(pretokenized)
     items = [(i, span, words) for i, text in enumerate(texts)
              for span, words in split_text(text, pre[i])]
-    in_docs = (text_documents([i for i, _, _ in items], len(texts), docs)
-               if labeler_context(labeler).documents else None)  # None: each sentence alone
+    # the context reads them where its rows hold documents (else None: each sentence alone)
+    in_docs = labeler_context(labeler).docs(text_documents([i for i, _, _ in items],
+                                                           len(texts), docs))
     tagged = predict_tags(labeler, [[texts[i][s:e] for s, e in w] for i, _, w in items],
                           decoding, batch_size, in_docs)
+    return text_records(labeler, texts, items, tagged)
+
+
+def text_records(labeler: Labeler, texts: Sequence[str],
+                 items: Sequence[tuple[int, tuple[int, int], Sequence[tuple[int, int]]]],
+                 tagged: Sequence[tuple[list[str], list[float]]]) -> list[dict[str, Any]]:
+    """:func:`predict_text`'s records from its sentences' tags: ``items`` gives each
+    sentence's text index, span and word offsets (as :func:`split_text` cuts them), in
+    order; ``tagged``, its :func:`decode_logits` result. Shared with the server's batcher,
+    which computes a batch's logits in one pass, so the two cannot disagree."""
     records: list[dict[str, Any]] = [{"text": t, "sentences": [], "spans": []} for t in texts]
     for (i, (a, b), words), (tags, probs) in zip(items, tagged):
         text = texts[i]

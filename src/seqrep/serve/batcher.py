@@ -3,11 +3,14 @@
 Requests are queued as jobs. One worker thread takes the oldest job, then keeps taking jobs
 while the batch stays within ``max_batch_tokens`` padded tokens (the longest model row times
 the rows, as :func:`seqrep.encode.batch.length_batches` counts) and until ``max_wait_ms``
-after the first job was queued. It computes the word logits of all their sentences in one
-``word_logits`` call and answers each job with :func:`seqrep.predict.predict_text` -- the
-function ``seqrep predict`` prints -- reading those logits, so the server and the CLI cannot
-disagree. With document context each text is one document: its sentences are computed
-together in the shared pass and cached per text. A sentence's logits do not depend on its
+after the first job was queued. A batch runs in three steps: plan (each job's texts cut
+into sentences as :func:`seqrep.predict.predict_text` cuts them, and the model rows they
+encode to, which the budget counts), one forward (a single ``word_logits`` call over the
+batch's distinct texts or sentences) and assemble (each job's records built from those
+logits by :func:`seqrep.predict.text_records` and :func:`~seqrep.predict.decode_logits`,
+the functions ``seqrep predict`` prints through), so the server and the CLI cannot disagree.
+With document context each text is one document: its sentences are computed together in
+the shared pass. A sentence's logits do not depend on its
 batch-mates beyond float rounding: the same matrix products run on other shapes round
 differently. So a batched answer has the tags and spans of its one-at-a-time answer, and
 its scores are within
@@ -30,9 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from seqrep.contexts import labeler_context
 from seqrep.encode.batch import MAX_TOKENS
-from seqrep.encode.document import documents
 from seqrep.labeler_protocol import Labeler
-from seqrep.predict import decode_logits, predict_text, split_text
+from seqrep.predict import decode_logits, split_text, text_records
 
 if TYPE_CHECKING:
     import torch
@@ -69,8 +71,7 @@ def text_sentences(text: str, pretokenized: bool = False) -> list[tuple[str, ...
     """The word tuples :func:`~seqrep.predict.predict_text` will label for ``text``.
 
     predict_text's own split (:func:`seqrep.predict.split_text`), so their logits can be
-    computed ahead in a shared batch; a sentence missing from it would be computed on its own
-    (and counted in :attr:`Batcher.misses`).
+    computed ahead in a shared batch.
     """
     return [tuple(text[s:e] for s, e in words) for _, words in split_text(text, pretokenized)]
 
@@ -87,7 +88,10 @@ class Job:
     decoding: str | None
     future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
     queued: float = field(default_factory=time.monotonic)
-    documents: list[tuple[tuple[str, ...], ...]] = field(default_factory=list)  # per text
+    # per text, planned once: split_text's cut (sentence spans, word offsets), its words
+    splits: list[list[tuple[tuple[int, int], list[tuple[int, int]]]]] = \
+        field(default_factory=list)
+    documents: list[tuple[tuple[str, ...], ...]] = field(default_factory=list)
     rows: list[int] = field(default_factory=list)
     gone: bool = False  # the client went away: drop the job if it has not run
     word_scores: bool = False  # add each sentence's per-word probabilities ("scores")
@@ -97,57 +101,16 @@ class Job:
         """The sentences of all its texts, in order."""
         return [s for d in self.documents for s in d]
 
+    def keys(self, whole: bool) -> list[tuple[tuple[str, ...], ...]]:
+        """The units the forward pass computes, in order: each text (a document) when
+        ``whole``, else each sentence alone; a text without words has none."""
+        return [d for d in self.documents if d] if whole else [(s,) for s in self.sentences]
 
-def _documentwise(labeler: Labeler) -> bool:
-    """Whether ``labeler`` reads documents (``context="document"``)."""
-    return labeler_context(labeler).documents
-
-
-class _Cached:
-    """The labeler as predict_text sees it, with the batch's logits already computed: per
-    sentence, or with ``docs`` (document context) per document; each entry is keyed by the
-    tuple of its sentences."""
-
-    def __init__(self, labeler: Labeler, cache: dict, owner: Batcher) -> None:
-        self._labeler, self._cache, self._owner = labeler, cache, owner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._labeler, name)
-
-    def fill(self, keys: Sequence[tuple[tuple[str, ...], ...]], batch_size: int = 32,
-             max_tokens: int | None = MAX_TOKENS) -> int:
-        """Compute the logits of the ``keys`` not cached yet, in one pass (a key of several
-        sentences is one document); returns the number of sentences computed."""
-        missing = [k for k in dict.fromkeys(keys) if k not in self._cache]
-        sentences = [list(s) for k in missing for s in k]
-        if not sentences:
-            return 0
-        kw = {"docs": [j for j, k in enumerate(missing) for _ in k]} \
-            if _documentwise(self._labeler) else {}
-        got = iter(self._labeler.word_logits(sentences, batch_size, max_tokens, **kw))
-        self._cache.update({k: [next(got) for _ in k] for k in missing})
-        return len(sentences)
-
-    def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
-                    ) -> list[torch.Tensor]:
-        groups = documents(docs) if docs is not None else [[i] for i in range(len(sentences))]
-        keys = [tuple(tuple(sentences[i]) for i in g) for g in groups]
-        self._owner.misses += self.fill(keys, batch_size, max_tokens)
-        return [x for k in keys for x in self._cache[k]]
-
-
-def _add_word_scores(labeler: Labeler, records: list[dict], decoding: str | None) -> None:
-    """Give each sentence of ``records`` the probabilities of its tags (``scores``), decoded
-    from the same logits as predict_text's, so tags and scores agree."""
-    sentences = [s["words"] for r in records for s in r["sentences"]]
-    kw = {"docs": [k for k, r in enumerate(records) for _ in r["sentences"]]} \
-        if _documentwise(labeler) else {}
-    decoded = iter(decode_logits(labeler, sentences, labeler.word_logits(sentences, **kw),
-                                 decoding))
-    for record in records:
-        for sentence in record["sentences"]:
-            sentence["scores"] = [round(p, 4) for p in next(decoded)[1]]
+    def plan(self) -> None:
+        """Cut the texts into sentences and words, as predict_text cuts them."""
+        self.splits = [split_text(t, self.pretokenized) for t in self.texts]
+        self.documents = [tuple(tuple(t[a:b] for a, b in words) for _, words in cut)
+                          for t, cut in zip(self.texts, self.splits)]
 
 
 class Batcher:
@@ -170,13 +133,16 @@ class Batcher:
                  max_wait_ms: float = 10.0, max_queue: int = 256,
                  metrics: Metrics | None = None) -> None:
         self.labeler = labeler
+        self._whole = labeler_context(labeler).documents  # then each text is one document
         self.max_batch_tokens = max_batch_tokens
         self.max_wait = max_wait_ms / 1000.0
         self.max_queue = max_queue
         self.metrics = metrics
         self.batches = 0  # shared batches run
         self.largest = 0  # most requests in one batch
-        self.misses = 0  # sentences predict_text asked for that were not in the batch
+        # sentences answered without their batch's pass: none since every job's records are
+        # assembled from it (kept for callers that report it)
+        self.misses = 0
         self.abandoned = 0  # jobs dropped unrun because their client went away
         self.failure: str | None = None  # why the worker ended, if it ended unasked
         # the queue, the carried job and the forming batch are shared with the event loop:
@@ -274,8 +240,7 @@ class Batcher:
                 self._forming.append(job)
                 self._gauge()
             try:
-                for text in job.texts:
-                    job.documents.append(tuple(text_sentences(text, job.pretokenized)))
+                job.plan()
                 job.rows = self._rows(job)
             except Exception as err:  # noqa: BLE001 - handed to the waiting request
                 with self._cv:
@@ -356,20 +321,46 @@ class Batcher:
 
     def _rows(self, job: Job) -> list[int]:
         """The lengths of the model rows of ``job``'s sentences (documents: one per text)."""
-        if not _documentwise(self.labeler):
+        if not self._whole:
             return [len(seg) for s in job.sentences for seg in self.labeler.encode(list(s))]
         docs = [k for k, d in enumerate(job.documents) for _ in d]
         return [len(it.segment) for it in self.labeler.encoder.items(
             [list(s) for d in job.documents for s in d], docs=docs)]
 
+    def _forward(self, keys: Sequence[tuple[tuple[str, ...], ...]], batch_size: int
+                 ) -> tuple[dict[tuple[tuple[str, ...], ...], list[torch.Tensor]], int]:
+        """The logits of every distinct key (a text's sentences, or one sentence) in one
+        ``word_logits`` call, a key of several sentences read as one document; and the
+        number of sentences computed."""
+        unique = list(dict.fromkeys(keys))
+        sentences = [list(s) for k in unique for s in k]
+        if not sentences:
+            return {}, 0
+        docs = labeler_context(self.labeler).docs([j for j, k in enumerate(unique) for _ in k])
+        got = iter(self.labeler.word_logits(sentences, batch_size, self.max_batch_tokens,
+                                            **({} if docs is None else {"docs": docs})))
+        return {k: [next(got) for _ in k] for k in unique}, len(sentences)
+
+    def _assemble(self, job: Job, logits: dict[tuple[tuple[str, ...], ...], list[torch.Tensor]]
+                  ) -> list[dict[str, Any]]:
+        """``job``'s records, as predict_text writes them, from the batch's logits; with
+        ``word_scores`` each sentence's tag probabilities too, from the same decoding."""
+        items = [(i, span, words) for i, cut in enumerate(job.splits) for span, words in cut]
+        ours = [x for k in job.keys(self._whole) for x in logits[k]]
+        tagged = decode_logits(self.labeler, job.sentences, ours, job.decoding)
+        records = text_records(self.labeler, job.texts, items, tagged)
+        if job.word_scores:
+            probs = iter(p for _, p in tagged)
+            for record in records:
+                for sentence in record["sentences"]:
+                    sentence["scores"] = [round(p, 4) for p in next(probs)]
+        return records
+
     def _label(self, batch: list[Job], rows: list[int]) -> None:
-        cached = _Cached(self.labeler, {}, self)
-        whole = _documentwise(self.labeler)  # then each text is a document
-        keys = [k for job in batch
-                for k in (job.documents if whole else [(s,) for s in job.sentences]) if k]
+        keys = [k for job in batch for k in job.keys(self._whole)]
         start = time.perf_counter()
         try:
-            sentences = cached.fill(keys, max(1, len(rows)), self.max_batch_tokens)
+            logits, sentences = self._forward(keys, max(1, len(rows)))
         except Exception as err:  # noqa: BLE001 - every request of the batch gets it
             log.exception("forward pass failed")
             for job in batch:
@@ -382,11 +373,7 @@ class Batcher:
                                        time.perf_counter() - start)
         for job in batch:
             try:
-                records = predict_text(cached, job.texts, job.decoding,  # type: ignore[arg-type]
-                                       pretokenized=job.pretokenized)
-                if job.word_scores:
-                    _add_word_scores(cached, records, job.decoding)
-                job.future.set_result(records)
+                job.future.set_result(self._assemble(job, logits))
             except Exception as err:  # noqa: BLE001
                 log.exception("decoding failed")
                 job.future.set_exception(err)
