@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 
+from seqrep.cli.options import group_options
 from seqrep.errors import SeqrepError
 
 app = typer.Typer(
@@ -63,6 +64,7 @@ def _register() -> None:
 
 
 _register()
+group_options(app)  # the --help panels of every command's options (seqrep.cli.options)
 
 
 @functools.cache

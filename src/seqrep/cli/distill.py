@@ -30,22 +30,18 @@ def _params() -> list[inspect.Parameter]:
             ..., "--student", help="the student's model: packaged alias, local folder or "
                                    "Hugging Face hub id")),
         inspect.Parameter("unlabeled", kw, annotation=Path | None, default=typer.Option(
-            None, "--unlabeled", help="more text for the teacher to label: UTF-8, one text "
-                                      "per line (split into sentences and words by seqrep's "
-                                      "rules), or .jsonl records with \"text\" or \"words\"")),
+            None, "--unlabeled", help="more text for the teacher to label: one text per line, "
+                                      "or .jsonl records with \"text\" or \"words\"")),
         inspect.Parameter("teacher_labels", kw, annotation=Path | None, default=typer.Option(
-            None, "--teacher-labels", help="folder of the teacher's labels (default: "
-                                           "OUTPUT/teacher-labels): a new or empty folder, "
-                                           "or a label cache seqrep made; the students of "
-                                           "one teacher may share one, one distillation at "
-                                           "a time")),
+            None, "--teacher-labels", help="folder of the teacher's labels, which the "
+                                           "students of one teacher may share (default: "
+                                           "OUTPUT/teacher-labels)")),
         inspect.Parameter("temperature", kw, annotation=float, default=typer.Option(
-            1.0, "--temperature", help="T: teacher and student distributions are softened "
-                                       "by T (the loss is scaled by T^2)")),
+            1.0, "--temperature", help="T: both distributions are softened by T (the loss "
+                                       "is scaled by T^2)")),
         inspect.Parameter("gold_weight", kw, annotation=float, default=typer.Option(
             0.0, "--gold-weight", help="share of the gold labels' cross-entropy in the loss "
-                                       "of words that have gold labels (0: the teacher's "
-                                       "distributions alone)")),
+                                       "of words that have them (0: none)")),
     ]
     rest = [p for p in train_cli._params() if p.name not in NOT_HERE]
     return own + rest

@@ -42,8 +42,7 @@ def _params() -> list:
         p("dataset", str, typer.Option(..., "--dataset", help="named dataset, dataset folder "
                                                               "or a data file")),
         p("split", str | None, typer.Option(None, "--split", help="train, validation or test "
-                                            "(default: test for a dataset, the whole file for "
-                                            "a file)")),
+                                            "(default: test, or the whole of a file)")),
         p("decoding", str | None, inference_option("decoding")),
         p("label_map", list[str] | None, typer.Option(None, "--label-map",
                                                       help="rename dataset labels, OLD=NEW")),
@@ -62,7 +61,9 @@ def _params() -> list:
 
 
 def evaluate_command(values: dict[str, Any]) -> None:
-    """Precision, recall and F1 (micro, strict IOB2 spans; accuracy for token tagging), a
+    """Score a trained labeler on a dataset split or a labeled file.
+
+    Precision, recall and F1 (micro, strict IOB2 spans; accuracy for token tagging), a
     per-label table, and predicted and gold span counts."""
     from seqrep.data import load_corpus
     from seqrep.data.datasets import holds_one_split
@@ -169,12 +170,13 @@ def score(
     predictions: Path = typer.Argument(..., help="CoNLL columns: word ... gold predicted"),
     as_json: bool = typer.Option(False, "--json", help="print JSON (fractions 0..1)"),
 ) -> None:
-    """Score a prediction file as conlleval does (seqeval strict IOB2): the last column is the
-    prediction, the one before it the gold tag. Each column's scheme (IOB1, IOB2, BIOES/BILOU,
-    IO, plain labels; prefixes in either case) is detected on its own and converted to IOB2;
-    IOB2 predictions are scored as written (an I- that continues no span is in none). A
-    label's support is its number of gold spans (conlleval's per-type count is predicted
-    spans)."""
+    """Score a prediction file as conlleval does (seqeval strict IOB2).
+
+    The last column is the prediction, the one before it the gold tag. Each column's scheme
+    (IOB1, IOB2, BIOES/BILOU, IO, plain labels; prefixes in either case) is detected on its
+    own and converted to IOB2; IOB2 predictions are scored as written (an I- that continues no
+    span is in none). A label's support is its number of gold spans (conlleval's per-type
+    count is predicted spans)."""
     from seqrep.evaluate import score_file
 
     result = score_file(predictions)

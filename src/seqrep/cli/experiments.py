@@ -41,7 +41,9 @@ def report(results: list[Path] = typer.Argument(..., help="results stores (JSONL
            notes: Path | None = typer.Option(None, "--notes",
                                              help="Markdown put at the top of results.md")
            ) -> None:
-    """Markdown tables (mean, std, 95% CI over seeds), best settings and PNG plots."""
+    """Write results.md (tables over seeds and the best settings) and its PNG plots.
+
+    Each cell gives the mean, the standard deviation and a confidence interval over seeds."""
     from seqrep.extras import require
 
     require("lab", "seqrep report")

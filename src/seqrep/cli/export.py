@@ -20,14 +20,15 @@ def export(
     tolerance: float = typer.Option(1e-3, "--tolerance",
                                     help="largest absolute logit difference the check accepts"),
     int8: bool = typer.Option(
-        False, "--int8", help="also write model.int8.onnx (dynamic int8 with the sensitive "
-        "layers in fp32; kept CoNLL-2003 F1 within 0.5 points on SmolLM2, 1.24x fp32 speed: "
-        "check F1 on your model); load it with --runtime onnx-int8"),
+        False, "--int8", help="also write model.int8.onnx, run with --runtime onnx-int8 "
+        "(check its F1 on your data)"),
     trust_remote_code: bool = inference_option("trust_remote_code"),
 ) -> None:
-    """Export RUN's cut backbone, word pooling and head to one ONNX graph (dynamic batch,
-    length and word count) that `OnnxLabeler` runs without a torch model; the opset, the
-    exporter, the graph's sha256 and the parity check go into OUT/seqrep-onnx.json."""
+    """Export a trained labeler to one ONNX graph that runs without PyTorch.
+
+    The graph holds RUN's cut backbone, word pooling and head (dynamic batch, length and word
+    count) and `OnnxLabeler` runs it without a torch model; the opset, the exporter, the
+    graph's sha256 and the parity check go into ONNX/seqrep-onnx.json."""
     from seqrep.errors import ConfigError
     from seqrep.export.folder import read_meta
     from seqrep.export.onnx import export_onnx

@@ -2,8 +2,10 @@
 each default and help text lives in one place (the field's ``metadata["help"]``).
 
 :func:`config_params` turns dataclass fields into typer options (``exit_layer`` becomes
-``--exit-layer``, booleans get ``--x/--no-x``); :func:`command` builds a typer command from such
-parameters and a body that receives them as one dict.
+``--exit-layer``, a boolean a switch: ``--compile``, ``--no-final-norm``); :func:`command`
+builds a typer command from such parameters and a body that receives them as one dict.
+:data:`PANELS` says which ``--help`` panel each option is listed in, for every command
+(:func:`group_options`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,70 @@ from typing import Any
 import typer
 
 Params = list[inspect.Parameter]
+
+MODEL, LAYERS, DATA, TRAINING = "Model", "Repetition and layers", "Data", "Training"
+DISTILLATION, SERVING, BENCHMARK = "Distillation", "Serving", "Benchmark"
+OUTPUT, RUNTIME = "Output", "Runtime and devices"
+
+# The --help panel of every option of every command, by parameter name: a config field's name
+# or the name a command gives its own option. A train command with 80 options is readable only
+# in groups, and one table keeps an option in the same panel on every command. An option
+# missing here lands in typer's plain "Options" panel, which tests/test_cli_help.py refuses.
+PANELS: dict[str, str] = {
+    **dict.fromkeys((  # what the labeler is
+        "model", "student", "labels", "task", "finetune", "train_embeddings", "frozen_layers",
+        "lora_rank", "lora_alpha", "lora_dropout", "lora_targets", "dropout",
+        "attn_implementation", "dtype", "trust_remote_code", "decoding"), MODEL),
+    **dict.fromkeys((  # what a model row holds and where words are read
+        "repetitions", "exit_layer", "exit_layers", "exit_search_sentences", "unmask",
+        "final_norm", "subtoken", "read", "separator", "bos", "max_subtokens", "context",
+        "context_tokens", "context_separator", "padding_side"), LAYERS),
+    **dict.fromkeys((  # which sentences are read, and how files are parsed
+        "dataset", "format", "train_split", "eval_split", "test_split", "max_train_sentences",
+        "max_eval_sentences", "max_test_sentences", "subset_seed", "subset_unit", "train",
+        "validation", "test", "split", "label_map", "max_sentences", "input", "words",
+        "sentences", "bench", "tag_column", "word_column", "scheme", "strict", "label_column",
+        "polarity", "domains", "folds", "alignment"), DATA),
+    **dict.fromkeys((  # how the model learns, and which runs a grid makes
+        "recipe", "epochs", "lr", "head_lr", "weight_decay", "warmup", "batch_rows",
+        "batch_tokens", "grad_accum", "max_grad_norm", "gradient_checkpointing", "compile",
+        "eval_every", "checkpoint_every", "early_stopping", "seed", "max_steps",
+        "eval_batch_size", "dry_run", "max_runs"), TRAINING),
+    **dict.fromkeys(("unlabeled", "teacher_labels", "temperature", "gold_weight"),
+                    DISTILLATION),
+    **dict.fromkeys((
+        "host", "port", "max_batch_tokens", "max_wait_ms", "max_text_chars", "max_texts",
+        "max_queue", "request_timeout", "max_connections", "log_level"), SERVING),
+    **dict.fromkeys(("repeats", "latency_sentences", "encoder", "baseline"), BENCHMARK),
+    **dict.fromkeys((  # what a command writes and says
+        "output", "overwrite", "resume", "quiet", "as_json", "output_format", "predictions",
+        "onnx", "opset", "check", "tolerance", "int8", "out", "notes"), OUTPUT),
+    **dict.fromkeys((  # how and where the model runs
+        "batch_size", "max_tokens", "precisions", "runtime", "device", "precision",
+        "threads"), RUNTIME),
+}
+# where a command lists an option elsewhere: a training batch is a training setting
+PANELS_BY_COMMAND: dict[str, dict[str, str]] = {
+    "train": {"batch_size": TRAINING}, "distill": {"batch_size": TRAINING}}
+
+
+def group_options(app: typer.Typer, path: str = "") -> None:
+    """Put each option of each command of ``app`` (and of its sub-apps: ``data stats``) into
+    its ``--help`` panel from :data:`PANELS`; the options are the commands' own objects, so
+    the click command typer builds later carries the panels."""
+    from typer.models import OptionInfo
+
+    for info in app.registered_commands:
+        if info.callback is None:
+            continue
+        name = path + (info.name or info.callback.__name__)
+        own = PANELS_BY_COMMAND.get(name, {})
+        for p in inspect.signature(info.callback).parameters.values():
+            if isinstance(p.default, OptionInfo):
+                p.default.rich_help_panel = own.get(p.name) or PANELS.get(p.name)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            group_options(group.typer_instance, f"{path}{group.name} ")
 
 
 def field_default(f: dataclasses.Field) -> Any:
@@ -35,6 +101,9 @@ def config_params(config: type, skip: Iterable[str] = (),
         short: extra flags by field name (``{"repetitions": "-r"}``).
         names: flags other than the field's name (``{"exit_layers": "--exit-layer"}``).
 
+    A boolean field that is off by default is a flag (``--compile``), one that is on can be
+    turned off (``--final-norm/--no-final-norm``): a ``--no-x`` column beside every switch
+    would leave the help text a third of the line.
     A ``tuple[int, ...]`` or ``tuple[str, ...]`` field is a comma list (``--repetitions
     0,1,2``) that arrives as a tuple; a bad item is one line naming the option.
     """
@@ -53,11 +122,16 @@ def config_params(config: type, skip: Iterable[str] = (),
         elif type(None) in typing.get_args(hints[f.name]) and len(typing.get_args(
                 hints[f.name])) > 2:  # int | str | None: typer takes one type, str
             hints[f.name] = str | None
-        if hints[f.name] is bool:
+        shown: bool | str = True
+        if hints[f.name] is bool and default:  # on unless turned off: --no-final-norm
             flag = f"{flag}/--no-{flag[2:]}"
+        elif hints[f.name] is bool:  # off unless given, as its name says: --compile
+            shown = False
+        elif isinstance(default, str) and not default.isprintable():
+            shown = default.encode("unicode_escape").decode()  # "\n", not a line break
         flags = [flag] + ([short[f.name]] if short and f.name in short else [])
         info = typer.Option(None if isinstance(default, list) and not default else default,
-                            *flags, help=f.metadata.get("help", ""), show_default=True, **extra)
+                            *flags, help=f.metadata.get("help", ""), show_default=shown, **extra)
         out.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=info,
                                      annotation=hints[f.name]))
     return out

@@ -42,13 +42,11 @@ def predict(
     run: Path = typer.Argument(..., help="run folder (or a saved labeler folder)"),
     text: str | None = typer.Argument(None, help="text to label; '-' reads stdin"),
     input: Path | None = typer.Option(None, "--input", "-i",
-                                      help="file with one text per line (.jsonl: objects "
-                                           "with \"text\" or \"words\", and \"doc_id\" "
-                                           "for lines of one document)"),
+                                      help="file with one text per line, or .jsonl records "
+                                           "with \"text\" or \"words\" (and \"doc_id\")"),
     output: Path | None = typer.Option(
-        None, "--output", "-o", help="write JSON lines here, streaming in chunks (constant "
-        "memory, progress on stderr); an interrupted run resumes; shards over torchrun / "
-        "accelerate launch processes"),
+        None, "--output", "-o", help="stream JSON lines into this file; an interrupted run "
+        "resumes"),
     output_format: str = typer.Option("jsonl", "--format", help="jsonl or conll"),
     words: bool = typer.Option(False, "--words",
                                help="input lines are pre-tokenized, whitespace-separated words"),
@@ -59,8 +57,8 @@ def predict(
     precision: str = inference_option("precision"),
     runtime: str = inference_option("runtime"),
     overwrite: bool = typer.Option(
-        False, "--overwrite", help="with --output: replace an existing file that is no seqrep "
-        "output, and start over from a partial output of another input or labeler"),
+        False, "--overwrite", help="with --output: replace a file that is no seqrep output, "
+        "or a partial one of another input or labeler"),
 ) -> None:
     """Print one JSON line per input line (spans with character offsets), or CoNLL columns.
 

@@ -34,8 +34,10 @@ def _params() -> list:
 
 
 def serve_command(values: dict[str, Any]) -> None:
-    """Serve RUN over HTTP: POST /v1/label, POST /v1/hf (Hugging Face token classification),
-    GET /health, /v1/model, /metrics, a web page at / and the OpenAPI page at /docs.
+    """Serve a trained labeler over HTTP: a JSON API, a web page and Prometheus metrics.
+
+    RUN answers POST /v1/label, POST /v1/hf (Hugging Face token classification), GET /health,
+    /v1/model, /metrics, a web page at / and the OpenAPI page at /docs.
 
     Requests that arrive together are labeled in one forward pass (dynamic batching); the
     answers are those of `seqrep predict`. Ctrl+C (SIGINT or SIGTERM) finishes the queued

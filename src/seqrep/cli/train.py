@@ -32,13 +32,11 @@ def _params() -> list[inspect.Parameter]:
     extra = [
         inspect.Parameter("ctx", kw, annotation=typer.Context),
         inspect.Parameter("recipe", kw, annotation=str | None, default=typer.Option(
-            None, "--recipe", help="a whole protocol: paper (QLoRA r=16 on a 4-bit base, lr "
-                                   "2e-4, weight decay 0.05, effective batch 32, 10 epochs, "
-                                   "bf16; needs bitsandbytes: a CUDA GPU, or the CPU with "
-                                   "bitsandbytes 0.50.2); options you give still win")),
-        path_option("train", "training file (sets --dataset to it)"),
-        path_option("validation", "validation file (sets --eval-split to it)"),
-        path_option("test", "test file (sets --test-split to it)"),
+            None, "--recipe", help="a whole protocol: paper (the paper's QLoRA training, "
+                                   "needs bitsandbytes); options you give still win")),
+        path_option("train", "training file (sets --dataset)"),
+        path_option("validation", "validation file (sets --eval-split)"),
+        path_option("test", "test file (sets --test-split)"),
         inspect.Parameter("output", kw, annotation=Path, default=typer.Option(
             ..., "--output", "-o", help="run folder to create")),
         inspect.Parameter("resume", kw, annotation=bool, default=typer.Option(
@@ -48,8 +46,8 @@ def _params() -> list[inspect.Parameter]:
         inspect.Parameter("quiet", kw, annotation=bool, default=typer.Option(
             False, "--quiet", "-q", help="no progress output")),
         inspect.Parameter("as_json", kw, annotation=bool, default=typer.Option(
-            False, "--json", help="end with a JSON summary (scores as fractions 0..1) instead "
-                                  "of the line in percent")),
+            False, "--json", help="end with a JSON summary (scores 0..1) instead of the "
+                                  "summary line")),
     ]
     return (config_params(LabelerConfig, SKIP_LABELER, SHORT) + config_params(TrainConfig)
             + config_params(ReaderConfig, ("format",)) + extra)

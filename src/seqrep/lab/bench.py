@@ -73,8 +73,8 @@ class BenchConfig:
     sentences: int = _f(256, "first N sentences of the split")
     batch_size: int = _f(InferenceConfig.batch_size, "sentences per batch (with "
                                                          "document context, model rows)")
-    max_tokens: int | None = _f(InferenceConfig.batch_tokens, "padded tokens per batch "
-                                "(batches are sorted by length and close at it; 0: no limit)")
+    max_tokens: int | None = _f(InferenceConfig.batch_tokens, "padded tokens per batch, "
+                                "grouped by length (0: no limit)")
     repeats: int = _f(3, "timed passes; the fastest counts")
     latency_sentences: int = _f(32, "sentences timed one by one")
     encoder: str | None = _f("minilm-l6", "encoder baseline, or a comma list of them ('' "
@@ -83,25 +83,18 @@ class BenchConfig:
                               "layer L")
     threads: int | None = _f(InferenceConfig.threads, "torch threads (default: all cores)")
     precisions: tuple[str, ...] = _f(("fp32",), (
-        "comma list of how the cut model runs, each measured side by side: PyTorch fp32 or "
-        "bf16 autocast (each against the matmul ceiling of its own precision), or ONNX "
-        "Runtime: onnx (fp32), onnx-int8 (the shipped int8 recipe); the encoders run in fp32 "
-        "and on each ONNX runtime asked"))
+        f"comma list of how the cut model runs, each measured: {', '.join(PRECISIONS)} "
+        f"({' and '.join(TORCH_PRECISIONS)} in PyTorch, the others in ONNX Runtime)"))
     device: str = _f(InferenceConfig.device, (
-        "where the models and the matmul ceiling run: auto, cpu, cuda, cuda:N or mps (auto "
-        "as on the other commands, but the CPU when an ONNX row is asked: ONNX Runtime runs "
-        "there only)"))
+        "auto, cpu, cuda, cuda:N or mps (auto: the CPU when an ONNX row is asked)"))
     unmask: tuple[str, ...] = _f(("none",), (
-        "comma list of unmasking the PyTorch cut rows run at, each timed: none (causal), full "
-        "or middle (unmask_ratios: each against the causal row)"))
+        "comma list of unmasking settings the PyTorch cut rows are timed at: none, full or "
+        "middle"))
     context: tuple[str, ...] = _f((SENTENCE.name,), (
-        f"comma list of contexts the PyTorch cut rows and the encoders run at: "
-        f"{', '.join(CONTEXTS)} (rows of several sentences: windows of --context-tokens "
-        f"subtokens of the split's documents; the first --sentences sentences, so the last "
-        f"document may be cut)"))
+        f"comma list of contexts the PyTorch cut rows and the encoders are timed at: "
+        f"{', '.join(CONTEXTS)}"))
     context_tokens: tuple[int, ...] = _f((LabelerConfig.context_tokens,), (
-        "with a document context: comma list of windows, subtokens per copy of a document "
-        "row, as the labelers timed were trained with; every document row is timed at each"))
+        "with a document context: comma list of window sizes (subtokens per copy) to time"))
 
     def __post_init__(self) -> None:
         from seqrep.errors import ConfigError

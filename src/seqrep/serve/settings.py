@@ -31,8 +31,8 @@ class ServeSettings:
     max_texts: int = _f(64, "most texts in one request (413)")
     max_queue: int = _f(256, "most requests waiting for a batch (503 + Retry-After past it)")
     retry_after_s: int = _f(1, "seconds a 503 asks the client to wait (Retry-After)")
-    request_timeout: float = _f(20.0, "seconds a client has to send a whole request (line, "
-                                      "headers and body) before its connection is closed")
+    request_timeout: float = _f(20.0, "seconds a client has to send a whole request before "
+                                      "its connection is closed")
     max_connections: int = _f(1000, "open connections past this get 503")
 
     def __post_init__(self) -> None:
