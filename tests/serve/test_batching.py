@@ -105,7 +105,7 @@ def test_cancelled_job_is_skipped(labeler) -> None:
 def test_bf16_batched_answers_within_the_stated_tolerance(labeler_dir, texts) -> None:
     """Under bf16 autocast (native or emulated: tiny sizes keep it quick on AVX2-only CPUs) a
     sentence batched with others keeps its tags, and its probabilities move by at most the
-    tolerance README.md states."""
+    tolerance the serving guide (docs/guides/serve.md) states."""
     from pathlib import Path
 
     import torch
@@ -115,8 +115,8 @@ def test_bf16_batched_answers_within_the_stated_tolerance(labeler_dir, texts) ->
     from seqrep.serve.batcher import BATCH_TOLERANCE
 
     tol = BATCH_TOLERANCE["bf16"]
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert f"within {tol:g} under bf16" in " ".join(readme.split()), "README states another"
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "serve.md").read_text()
+    assert f"within {tol:g} under bf16" in " ".join(guide.split()), "the guide states another"
     lab = SequenceLabeler.from_pretrained(labeler_dir, False, "cpu", "bf16").eval()
     assert ran_on(lab)["autocast"] == "bf16"
     sentences = [list(s) for t in texts for s in text_sentences(t)]
