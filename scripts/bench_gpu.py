@@ -31,57 +31,14 @@ the exit layer before the model is built on the device in bf16, so the layers ab
 exist; wrapped in seqrep's own ``SequenceLabeler`` (frozen, the 9 CoNLL tags) with a tiny
 word-level tokenizer built in code; the timed passes feed token ids directly.
 
-Inputs: ``--sentences`` (1,024) synthetic CoNLL-2003-test-like sentences from a fixed seed:
-words per sentence from Gamma(2), scaled to mean 13.4 (as CoNLL-2003 test), clipped to 1..124,
-subtokens per word 1, 2 or 3 with probability .7/.2/.1 (mean 1.4), random ids. Each sentence
-is laid out k = r + 1 times behind one BOS by :func:`seqrep.encode.repeat.encode_sentence`
-(which calls ``build_segment``), grouped by ``length_batches`` and padded by ``collate`` into
-batches of at most ``--max-tokens`` padded tokens: 512 (seqrep's own inference default) and
-4096 (a GPU-sized batch), every batch moved to the device before timing.
+What it measures, its inputs and its time budget on one H200 are in docs/guides/gpus.md
+("The prepared GPU benchmark").
 
-Measured, for r in {0, 1, 4} and exit layer 19 against 32, under ``torch.no_grad()``, with
-the device synchronised around each pass, one full warm-up pass and the best of 3 passes
-(``labeler.forward``: backbone, pooling of the read positions, linear head):
-
-- real (non-padding) tokens/s and sentences/s;
-- useful FLOP/s, counted as ``seqrep.lab.bench`` does: ``2 * tokens * linear weights of the
-  used blocks + 4 * blocks * tokens^2 * attention width`` per row, real tokens only;
-- the share of the GPU's dense bf16 peak (``seqrep.lab.speed.table_peak`` by
-  ``torch.cuda.get_device_name()``:
-  H200 / H100 SXM 989 TFLOP/s, H100 PCIe 756, A100 312, L4 121; otherwise the measured ceiling)
-  and of a measured matmul ceiling (best of large bf16 products and the model's own Linear
-  shapes), always both;
-- peak memory (``torch.cuda.max_memory_allocated``, reset for each setting) and the weights;
-- the speed-up of L=19 over L=32 at each r and batch size.
-
-Training steps (forward + backward + AdamW step on a batch of ``--train-sentences`` 32
-sentences at r=1, L=32, autocast bf16, dropout on; one warm-up step, best of 3):
-
-- ``lora``: LoRA r=16, alpha 16, dropout 0.1 on q, k, v, o of the bf16 base, through
-  ``LabelerConfig(finetune="lora")``;
-- ``qlora`` (only when bitsandbytes imports): the same LoRA on a 4-bit NF4 base with double
-  quantization and bf16 compute (``--qlora-method``: ``memory`` quantizes the random bf16
-  blocks in place, ``saved`` writes them to a temporary folder and loads them with
-  ``quantization_config=``, ``auto`` tries memory first; the JSON says which ran), then
-  ``peft.prepare_model_for_kbit_training`` (no gradient checkpointing) and LoRA. Without
-  bitsandbytes: ``"qlora": {"skipped": "bitsandbytes is not installed"}``.
-
-Budget on one H200 (about 790 TFLOP/s measured on bf16 products there): start and imports
-~15 s; ceiling ~2 s; building the random 32- and 19-layer models ~5-10 s each; forward passes:
-1,024 sentences are ~20k / 39k / 97k real tokens at r = 0 / 1 / 4, ~14 GFLOP per token at
-L=32, so 4 passes x 2 batch sizes come to ~18 PFLOP at L=32 and ~10 at L=19: ~60-90 s in all;
-LoRA step ~10 s; QLoRA ~20 s in memory (a ``saved`` fallback adds ~1-2 min of writing and
-reading 14 GB). About 2-3 minutes, under 5. ``--quick`` (256 sentences, 1 timed pass, no
-512-token batches on CUDA) is about a minute.
-
-The same code runs on a CPU with ``--config tiny`` (4 layers, hidden 64, vocab 1000, exit
-layers 2 vs 4, fp32): that is its test (tests/lab/test_bench_gpu.py).
-
-Needs only torch, transformers (and its tokenizers), peft (training steps), safetensors (the
-``saved`` QLoRA method), bitsandbytes (QLoRA, optional) and seqrep from ``src/``; whatever is
-missing is said in one line, not a traceback. Exit status: 0 when every setting ran, 1 when
-some setting failed (its row holds the error; the JSON is still written), 2 when it cannot
-start.
+On a CPU, ``--config tiny`` (4 layers, hidden 64, exit layers 2 vs 4, fp32) is its test
+(tests/lab/test_bench_gpu.py). Needs torch, transformers, peft, safetensors, bitsandbytes
+(QLoRA, optional) and seqrep from ``src/``; what is missing is said in one line. Exit status:
+0 when every setting ran, 1 when one failed (its row holds the error; the JSON is still
+written), 2 when it cannot start.
 """
 
 from __future__ import annotations
