@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import seqrep
-from seqrep.errors import ConfigError, ModelError
+from seqrep.errors import ConfigError, ModelError, first_line
 from seqrep.export.check import check_export, long_sentence  # noqa: F401 - long_sentence: here too
 from seqrep.export.files import (
     FORMAT_VERSION,
@@ -266,9 +266,8 @@ def _write_graph(labeler: SequenceLabeler, graph: torch.nn.Module, example: Batc
                           opset_version=opset, dynamo=True, external_data=external,
                           optimize=True, verify=False, report=False, verbose=False)
     except Exception as err:  # noqa: BLE001 - the exporter raises many types
-        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
         raise ModelError(f"torch.onnx.export failed for {labeler.config.model} "
-                         f"({type(err).__name__}: {first})") from err
+                         f"({type(err).__name__}: {first_line(err)})") from err
 
 
 def _meta(labeler: SequenceLabeler, info: BackboneInfo, folder: Path, opset: int,

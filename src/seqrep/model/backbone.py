@@ -242,7 +242,7 @@ def _attention_for(config: Any, attn_implementation: str | None) -> str | None:
 
 
 def _load_error(name: str, source: str, err: Exception) -> ModelError:
-    first = str(err).splitlines()[0] if str(err) else type(err).__name__
+    first = first_line(err)
     if "trust_remote_code" in str(err):
         return ModelError(f"cannot load model {name!r}: it needs code from its repository, "
                           f"which seqrep runs only when you pass --trust-remote-code "

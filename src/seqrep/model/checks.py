@@ -92,8 +92,8 @@ def stored_elements(folder: Path) -> int:
                 for key in f.keys():  # noqa: SIM118 - safe_open is not a mapping
                     total += math.prod(f.get_slice(key).get_shape())
         except Exception as err:  # noqa: BLE001 - safetensors raises its own error types
-            first = str(err).splitlines()[0] if str(err) else type(err).__name__
-            raise ModelError(f"{path}: not a readable safetensors file ({first})") from None
+            raise ModelError(f"{path}: not a readable safetensors file ({first_line(err)})"
+                             ) from None
     return total
 
 
