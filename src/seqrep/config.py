@@ -171,7 +171,8 @@ class ReaderConfig(ConfigBase):
     """
 
     format: str | None = _f(None, "file format of a path: conll, conllu, parallel, jsonl, "
-                                  "semeval-xml, absa-tokenized, nlupp (default: detected)")
+                                  "semeval-xml, absa-tokenized, nlupp, parquet, arrow, hf-saved "
+                                  "(default: detected)")
     tag_column: int | None = _f(None, "conll: tag column (default -1, the last)")
     word_column: int | None = _f(None, "conll: word column (default 0)")
     scheme: str | None = _f(None, "tag scheme: IOB1, IOB2, BIOES, IO or TOKEN (default: "
@@ -183,6 +184,9 @@ class ReaderConfig(ConfigBase):
     folds: list[int] = _f([], "nlupp: folds to read (default: the split's)")
     alignment: str | None = _f(None, "character spans: expand, contract or strict (default "
                                      "expand)")
+    tokens_column: str | None = _f(None, "Hugging Face data: words column (default: tokens)")
+    tags_column: str | None = _f(None, "Hugging Face data: tags column (default: ner_tags)")
+    doc_column: str | None = _f(None, "Hugging Face data: document column (default: doc_id)")
 
     def options(self) -> dict[str, Any]:
         """The reader keyword arguments that are set (``format`` apart)."""

@@ -18,6 +18,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "onnx": ("onnxruntime", "onnx", "onnxscript"),
     "qlora": ("bitsandbytes",),
     "gguf": ("gguf",),
+    "datasets": ("datasets", "pyarrow"),
 }
 
 

@@ -30,7 +30,8 @@ from seqrep.fileio import write_text
 if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler
 
-# what passes for a split: a dataset name or file path, or sentences in memory
+# what passes for a split: a dataset name or file path, or sentences in memory (a Corpus, a
+# list, or a datasets.Dataset / DatasetDict)
 CorpusLike = str | Path | Corpus | Sequence[Any]
 
 
@@ -88,9 +89,28 @@ def corpus_file(data: Corpus | Sequence[Any], split: str,
 
 
 def _split(value: CorpusLike, split: str, cache: Path | None) -> str:
+    from seqrep.data.hf import is_dataset, load_hf
+
     if isinstance(value, (str, Path)):
         return str(value)
+    if is_dataset(value):  # read like a file, then kept as one (see the module's docstring)
+        value = load_hf(value)
     return str(corpus_file(value, split, cache))
+
+
+def _dataset_dict_splits(train: Any, validation: Any, test: Any) -> tuple[Any, Any, Any]:
+    """A ``datasets.DatasetDict`` as ``train=``: its train split, and its validation (or
+    dev) and test splits where ``validation=`` / ``test=`` are not given."""
+    from seqrep.data.hf import SPLIT_NAMES, is_dataset, load_hf
+
+    if not is_dataset(train) or not hasattr(train, "keys"):
+        return train, validation, test
+    present = {s for s, names in SPLIT_NAMES.items() if any(n in train for n in names)}
+    if validation is None and "validation" in present:
+        validation = load_hf(train, "validation")
+    if test is None and "test" in present:
+        test = load_hf(train, "test")
+    return load_hf(train, "train"), validation, test
 
 
 def _settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -122,8 +142,10 @@ def train_labeler(train: CorpusLike, validation: CorpusLike | None = None,
         train: the training sentences: a dataset name (``"conll2003"``) or file path, a
             :class:`~seqrep.data.types.Corpus`, or a list of :class:`Sentence`, of
             ``(words, tags)`` pairs or of ``{"tokens": [...], "tags": [...]}`` mappings
-            (an optional ``doc_id`` groups sentences into documents). Tags may be in any
-            scheme a file may be in (IOB1, IOB2, BIOES, plain labels for token tagging).
+            (an optional ``doc_id`` groups sentences into documents), or a
+            ``datasets.Dataset`` / ``DatasetDict`` (a DatasetDict gives its train, validation
+            and test splits; :mod:`seqrep.data.hf`). Tags may be in any scheme a file may be
+            in (IOB1, IOB2, BIOES, plain labels for token tagging).
         validation: the sentences to select on, in the same forms; None: a named dataset's
             validation split, else 10 % carved from ``train`` (as for one training file).
         test: sentences scored with the best model at the end; None: a named dataset's test
@@ -143,6 +165,7 @@ def train_labeler(train: CorpusLike, validation: CorpusLike | None = None,
     from seqrep.model.labeler import SequenceLabeler
     from seqrep.train.run import train as run_training
 
+    train, validation, test = _dataset_dict_splits(train, validation, test)
     named = isinstance(train, (str, Path))
     labeler_settings, train_settings = _settings(settings)
     splits: dict[str, Any] = {"dataset": _split(train, "train", None)}

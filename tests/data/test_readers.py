@@ -52,7 +52,7 @@ def test_options_reach_the_reader(fixtures: Path) -> None:
 def test_unknown_format_and_options_list_the_allowed_ones(fixtures: Path) -> None:
     with pytest.raises(SeqrepError, match="unknown format 'csv'; expected one of conll, conllu, "
                                           "semeval-xml, absa-tokenized, nlupp, jsonl, "
-                                          "parallel$"):
+                                          "parallel, parquet, arrow, hf-saved$"):
         read_corpus(fixtures / "tiny.conll", format="csv")
     with pytest.raises(ConfigError, match="the conll reader has no option 'polarity'; its options "
                                           "are tag_column, scheme, strict, word_column"):
@@ -69,4 +69,7 @@ def test_every_reader_lists_its_options() -> None:
         "nlupp": ["domains", "folds", "alignment"],
         "jsonl": ["scheme", "strict", "alignment"],
         "parallel": ["scheme", "strict"],
+        "parquet": ["scheme", "strict", "tokens_column", "tags_column", "doc_column"],
+        "arrow": ["scheme", "strict", "tokens_column", "tags_column", "doc_column"],
+        "hf-saved": ["scheme", "strict", "tokens_column", "tags_column", "doc_column"],
     }

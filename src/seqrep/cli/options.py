@@ -42,7 +42,8 @@ PANELS: dict[str, str] = {
         "max_eval_sentences", "max_test_sentences", "subset_seed", "subset_unit", "train",
         "validation", "test", "split", "label_map", "max_sentences", "input", "words",
         "sentences", "bench", "tag_column", "word_column", "scheme", "strict", "label_column",
-        "polarity", "domains", "folds", "alignment"), DATA),
+        "polarity", "domains", "folds", "alignment", "tokens_column", "tags_column",
+        "doc_column"), DATA),
     **dict.fromkeys((  # how the model learns, and which runs a grid makes
         "recipe", "epochs", "lr", "head_lr", "weight_decay", "warmup", "batch_rows",
         "batch_tokens", "grad_accum", "max_grad_norm", "gradient_checkpointing", "compile",

@@ -33,6 +33,7 @@ from typing import Any
 
 from seqrep.data.absa import read_absa_tokenized, read_semeval_xml
 from seqrep.data.conll import read_conll
+from seqrep.data.hf import holds_splits, is_dataset, is_hf_name, is_saved_dataset, load_hf
 from seqrep.data.hub import load_from_hub
 from seqrep.data.nlupp import read_nlupp
 from seqrep.data.parallel import is_split_folder, split_folder, split_folders
@@ -149,7 +150,8 @@ def holds_one_split(path: str | Path) -> bool:
     included), or a folder holding ``seq.in`` + ``seq.out``. Any other path (a dataset folder,
     a name) has ``train``, ``validation`` and ``test``."""
     path = Path(path)
-    return (path.exists() and not path.is_dir()) or is_split_folder(path)
+    return (path.exists() and not path.is_dir()) or is_split_folder(path) or \
+        is_saved_dataset(path)
 
 
 def _load_named(name: str, root: Path, split: str, options: dict[str, Any]) -> Corpus:
@@ -171,7 +173,10 @@ def load_corpus(name_or_path: str | Path, split: str = "train", format: str | No
         name_or_path: a dataset name (``conll2003``, ``rest14``, ``rest14-polarity``,
             ``nlupp``, ``nlupp-banking``, ``nlupp-hotels``), a dataset folder laid out like
             one of them or holding ``train/ valid/ test/`` folders of ``seq.in`` + ``seq.out``,
-            a folder holding ``seq.in`` + ``seq.out`` (one split), or a file.
+            a folder holding ``seq.in`` + ``seq.out`` (one split), or a file; or Hugging Face
+            data (:mod:`seqrep.data.hf`): ``hf:ORG/NAME[:CONFIG]``, a ``datasets.Dataset``
+            (one split) or ``DatasetDict``, a ``save_to_disk`` folder, parquet or arrow
+            files.
         split: ``train``, ``validation`` (alias ``dev``) or ``test``; a single file holds one
             split, so only ``train`` (the default) is accepted with a file.
         format: the reader for a file (see :data:`seqrep.data.readers.READERS`); detected
@@ -192,6 +197,11 @@ def load_corpus(name_or_path: str | Path, split: str = "train", format: str | No
     """
     split = normalize_split(split)
     options = {k: v for k, v in options.items() if v is not None}
+    if is_dataset(name_or_path) or is_hf_name(name_or_path):
+        if format is not None:
+            raise ConfigError(f"format={format!r} applies to files; a Hugging Face dataset is "
+                              "read by its columns")
+        return load_hf(name_or_path, split, **options)
     key = str(name_or_path).lower()
     if key in DATASETS:
         if format is not None:
@@ -201,7 +211,9 @@ def load_corpus(name_or_path: str | Path, split: str = "train", format: str | No
             return _load_named(key, root / DATASETS[key].folder, split, options)
         return load_from_hub(key, split, **{**DATASETS[key].preset, **options})
     path = Path(name_or_path)
-    if path.is_dir() and "folds" not in options and not is_split_folder(path):
+    if path.is_dir() and "folds" not in options and not holds_one_split(path):
+        if holds_splits(path):
+            return load_hf(path, split, **options)
         if split_folders(path):
             corpus = read_corpus(split_folder(path, split), format="parallel", **options)
             corpus.name = f"{path.name}/{split}"

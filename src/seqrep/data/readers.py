@@ -9,7 +9,9 @@ is an error that lists the ones it does. One name means one thing in every reade
   by name or index (conllu);
 - ``polarity``: ABSA terms labeled by polarity (semeval-xml, absa-tokenized);
 - ``alignment``: character spans off word boundaries (semeval-xml, nlupp, jsonl);
-- ``domains``, ``folds``: the NLU++ selection (nlupp).
+- ``domains``, ``folds``: the NLU++ selection (nlupp);
+- ``tokens_column``, ``tags_column``, ``doc_column``: column names (parquet, arrow, hf-saved:
+  :mod:`seqrep.data.hf`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from seqrep.data.absa import read_absa_tokenized, read_semeval_xml
 from seqrep.data.conll import read_conll
 from seqrep.data.conllu import read_conllu
+from seqrep.data.hf import is_saved_dataset, read_arrow, read_parquet, read_saved
 from seqrep.data.jsonl import read_jsonl
 from seqrep.data.nlupp import has_folds, read_nlupp
 from seqrep.data.parallel import LAYOUTS as PARALLEL_LAYOUTS
@@ -39,15 +42,20 @@ READERS: dict[str, Callable[..., Corpus]] = {
     "nlupp": read_nlupp,
     "jsonl": read_jsonl,
     "parallel": read_parallel,
+    "parquet": read_parquet,
+    "arrow": read_arrow,
+    "hf-saved": read_saved,
 }
 
 # The folders readers take, and the files, for messages about a folder of another layout.
 FOLDER_LAYOUTS = (f"{PARALLEL_LAYOUTS}, or NLU++ <domain>/fold<k>.json folders (or "
                   "data/<domain>/...)")
-FILE_FORMATS = "a file (CoNLL, CoNLL-U, JSONL, SemEval XML or ABSA '####' text)"
+FILE_FORMATS = ("a file (CoNLL, CoNLL-U, JSONL, SemEval XML, ABSA '####' text, parquet or "
+                "arrow)")
 
 # First match wins: suffix -> format.
-_SUFFIXES = {".conllu": "conllu", ".xml": "semeval-xml", ".jsonl": "jsonl", ".json": "nlupp"}
+_SUFFIXES = {".conllu": "conllu", ".xml": "semeval-xml", ".jsonl": "jsonl", ".json": "nlupp",
+             ".parquet": "parquet", ".arrow": "arrow"}
 _CONLLU_ID = re.compile(rb"[0-9]+([-.][0-9]+)?")
 
 
@@ -86,7 +94,9 @@ def detect_format(path: str | Path) -> str:
 
     A folder holding ``seq.in`` + ``seq.out`` (or ``train/ valid/ test/`` folders of them), or
     a file named ``seq.in``/``seq.out`` -> parallel; a folder of NLU++ folds -> nlupp;
-    ``.conllu`` -> conllu, ``.xml`` -> semeval-xml, ``.jsonl`` -> jsonl, ``.json`` -> nlupp.
+    a folder ``Dataset.save_to_disk`` wrote -> hf-saved; ``.conllu`` -> conllu, ``.xml`` ->
+    semeval-xml, ``.jsonl`` -> jsonl, ``.json`` -> nlupp, ``.parquet`` -> parquet, ``.arrow`` ->
+    arrow.
     Otherwise (any other suffix, or none, as a pipe ``/dev/fd/63`` has) the first non-blank
     line decides: ``####`` in it -> absa-tokenized, a JSON object ``{...}`` -> jsonl; then a
     first word line (not ``#``) of 10 tab-separated columns starting with a word id ``1``,
@@ -107,6 +117,8 @@ def detect_format(path: str | Path) -> str:
             return "parallel"
         if has_folds(path):
             return "nlupp"
+        if is_saved_dataset(path):
+            return "hf-saved"
         raise DataError(path, f"a folder matching no known layout; expected {FOLDER_LAYOUTS}, "
                               f"or {FILE_FORMATS}")
     if path.name in (WORDS, TAGS):
