@@ -64,7 +64,7 @@ def _help(*args: str) -> str:
 def test_the_tree_holds_every_command() -> None:
     names = {name for name, _ in COMMANDS}
     assert names == {"models", "train", "distill", "evaluate", "score", "predict", "export",
-                     "grid", "report", "bench", "serve", "data stats"}
+                     "grid", "report", "bench", "serve", "push", "card", "data stats"}
 
 
 @pytest.mark.parametrize(("name", "cmd"), COMMANDS, ids=[n for n, _ in COMMANDS])
@@ -133,7 +133,7 @@ def test_top_level_help_is_one_line_per_command() -> None:
     rows = [line.strip("│ ").rstrip() for line in panel.splitlines()[1:] if line.strip("│ ")]
     names = [row.split()[0] for row in rows]
     assert names == ["models", "train", "distill", "evaluate", "score", "predict", "export",
-                     "grid", "report", "bench", "serve", "data"], rows
+                     "grid", "report", "bench", "serve", "push", "card", "data"], rows
 
 
 @pytest.mark.parametrize(("args", "unknown", "meant"), [

@@ -43,6 +43,7 @@ def _register() -> None:
         evaluate,
         experiments,
         export,
+        hub,
         models,
         predict,
         serve,
@@ -61,6 +62,8 @@ def _register() -> None:
     app.command("report")(experiments.report)
     app.command("bench")(experiments.bench)
     app.command("serve")(serve.serve)
+    app.command("push")(hub.push)
+    app.command("card")(hub.card)
 
 
 _register()

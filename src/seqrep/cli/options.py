@@ -61,6 +61,8 @@ PANELS: dict[str, str] = {
     **dict.fromkeys((  # how and where the model runs
         "batch_size", "max_tokens", "precisions", "runtime", "device", "precision",
         "threads"), RUNTIME),
+    # the Hub: what push writes (and where), the revision of a model a command names
+    **dict.fromkeys(("repo", "private", "commit_message"), OUTPUT), "revision": MODEL,
 }
 # where a command lists an option elsewhere: a training batch is a training setting
 PANELS_BY_COMMAND: dict[str, dict[str, str]] = {

@@ -169,8 +169,12 @@ def _short(value: object) -> str:
 
 
 def model_dir(path: Path) -> Path:
-    """A run folder's ``best/`` model, or ``path`` itself when it is a labeler folder."""
-    path = Path(path)
+    """A run folder's ``best/`` model, or ``path`` itself when it is a labeler folder; a
+    Hugging Face Hub name (``org/name[@rev]``) is its checked snapshot folder in the cache
+    (:func:`seqrep.model.hub.resolve`), so every loader of a folder takes one."""
+    from seqrep.model.hub import resolve
+
+    path = resolve(path)
     return path / "best" if (path / "best" / "config.json").exists() else path
 
 

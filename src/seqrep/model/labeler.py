@@ -130,6 +130,16 @@ class SequenceLabeler(EncodesSentences, nn.Module):
 
         return save_labeler(self, Path(path))
 
+    def push_to_hub(self, repo_id: str, private: bool = False, revision: str | None = None,
+                    commit_message: str | None = None, token: str | None = None) -> Any:
+        """Publish the labeler to the Hugging Face Hub as ``repo_id`` (``ORG/NAME``), with a
+        generated model card; loads again with ``from_pretrained(repo_id)``. Returns
+        huggingface_hub's CommitInfo (see :func:`seqrep.model.publish.push`)."""
+        from seqrep.model.publish import push_labeler
+
+        return push_labeler(self, repo_id, private=private, revision=revision,
+                            commit_message=commit_message, token=token)
+
     # ----------------------------------------------------------------- forward
     @property
     def device(self) -> torch.device:

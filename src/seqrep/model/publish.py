@@ -1,0 +1,143 @@
+"""Publishing a labeler to the Hugging Face Hub: ``seqrep push`` and
+:meth:`SequenceLabeler.push_to_hub <seqrep.model.labeler.SequenceLabeler.push_to_hub>`.
+
+One commit holds what a run's ``best/`` holds (the config, the head, the adapter or the
+backbone, the tokenizer: exactly the files :data:`seqrep.model.hub.ALLOW_PATTERNS` downloads
+again) and the generated card (:mod:`seqrep.model.card`); never the checkpoint, the log or the
+run's records. Everything is checked before the first network call, so a refusal leaves the
+Hub and the folder untouched: the name, the token, a run that others could not load (an
+adapter or frozen run on a local base model, which exists only on this machine), a file of
+another kind in the folder.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import seqrep
+from seqrep.errors import ConfigError, ModelError, first_line
+from seqrep.model.hub import ALLOW_PATTERNS, hub_name
+from seqrep.model.tuning import MODES
+
+CARD = "README.md"
+
+
+def repo_name(repo_id: str) -> str:
+    """``repo_id`` when it is a Hub model name ``ORG/NAME``, else one line saying so."""
+    parsed = hub_name(repo_id)
+    if parsed is None or parsed[1] is not None:
+        raise ConfigError(f"{repo_id!r}: not a Hugging Face Hub model name; expected ORG/NAME "
+                          f"(letters, digits, '-', '_' and '.'; a branch goes in --revision)")
+    return repo_id
+
+
+def upload_files(folder: Path) -> dict[str, Path]:
+    """The labeler folder's files by their path in the repository, each a regular file of a
+    kind a labeler holds (a link, a device or a stray file is one line, not an upload)."""
+    files: dict[str, Path] = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_dir() and not path.is_symlink():
+            continue
+        if path.is_symlink() or not path.is_file():
+            raise ModelError(f"{path}: not a regular file; push uploads a labeler's files only")
+        if rel == CARD or not any(fnmatch.fnmatchcase(rel, p) for p in ALLOW_PATTERNS):
+            raise ModelError(f"{path}: not a file of a seqrep labeler (expected only "
+                             f"{', '.join(ALLOW_PATTERNS[1:])}); move it out of the folder")
+        files[rel] = path
+    return files
+
+
+def check_base(run: Path, folder: Path) -> None:
+    """Refuse a run that keeps no backbone of its own and was trained on a local base model:
+    who loads it from the Hub has no such folder."""
+    from seqrep.model.io import read_config, read_json
+
+    config = read_config(folder)
+    if MODES[config.finetune].saves_backbone:
+        return
+    record = read_json(folder / "config.json", "a seqrep labeler config")
+    if (isinstance(record, dict) and record.get("base") is not None) \
+            or Path(config.model).exists():
+        raise ModelError(f"{run}: this {config.finetune} run keeps no backbone of its own and "
+                         f"was trained on the local base model {config.model}, which no one "
+                         f"loading it from the Hub has; push the base model first and train "
+                         f"on its Hub id, or train on a Hub model (or with --finetune full)")
+
+
+def token_or_refuse(token: str | None) -> str:
+    """The token to push with: the one given, else huggingface_hub's (``HF_TOKEN``, then the
+    file ``hf auth login`` writes)."""
+    from huggingface_hub import get_token
+
+    found = token or get_token()
+    if not found:
+        raise ConfigError("no Hugging Face token: set HF_TOKEN or log in with `hf auth login` "
+                          "(a token with write access to the repository)")
+    return found
+
+
+def push(run: str | Path, repo_id: str, *, private: bool = False, revision: str | None = None,
+         commit_message: str | None = None, token: str | None = None,
+         card: str | None = None) -> Any:
+    """Push the labeler of the run (or labeler) folder ``run`` to ``repo_id`` as one commit;
+    returns huggingface_hub's :class:`~huggingface_hub.CommitInfo` (``commit_url``, ``oid``).
+
+    Args:
+        run: a local run folder (its ``best/``) or labeler folder.
+        repo_id: ``ORG/NAME``; made (private with ``private``) when it does not exist.
+        revision: the branch to commit to, made from main when new (default main).
+        commit_message: the commit's title (default: what was pushed).
+        token: a Hub token (default: ``HF_TOKEN`` or the login's).
+        card: the README.md to push (default: :func:`seqrep.model.card.model_card`).
+    """
+    from seqrep.model.card import model_card
+    from seqrep.model.io import model_dir
+
+    repo_name(repo_id)
+    run = Path(run)
+    if not run.is_dir():
+        raise ModelError(f"{run} does not exist; expected a local run folder or a saved "
+                         f"labeler (push publishes a folder)")
+    folder = model_dir(run)
+    check_base(run, folder)
+    files = upload_files(folder)
+    card = model_card(run, repo_id) if card is None else card
+    token = token_or_refuse(token)
+    return _commit(repo_id, files, card, private, revision, token,
+                   commit_message or f"Upload a seqrep {seqrep.__version__} labeler")
+
+
+def _commit(repo_id: str, files: dict[str, Path], card: str, private: bool,
+            revision: str | None, token: str, message: str) -> Any:
+    """The network part: the repository, the branch and one commit of ``files`` and the card;
+    a refusal of the Hub (a token without write access, a name taken) is one line."""
+    from huggingface_hub import CommitOperationAdd, HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    api = HfApi(token=token)
+    operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(path))
+                  for rel, path in files.items()]
+    operations.append(CommitOperationAdd(path_in_repo=CARD,
+                                         path_or_fileobj=card.encode("utf-8")))
+    try:
+        api.create_repo(repo_id, private=True if private else None, exist_ok=True,
+                        repo_type="model")
+        if revision:
+            api.create_branch(repo_id, branch=revision, exist_ok=True, repo_type="model")
+        return api.create_commit(repo_id, operations, commit_message=message,
+                                 revision=revision, repo_type="model")
+    except (HfHubHTTPError, OSError, ValueError) as err:
+        raise ModelError(f"{repo_id}: the Hugging Face Hub refused the push "
+                         f"({first_line(err)})") from None
+
+
+def push_labeler(labeler: Any, repo_id: str, **options: Any) -> Any:
+    """Push an in-memory labeler: saved to a temporary folder, pushed from there (see
+    :func:`push`), the folder removed."""
+    repo_name(repo_id)
+    with tempfile.TemporaryDirectory(prefix="seqrep-push-") as tmp:
+        return push(labeler.save_pretrained(Path(tmp) / "labeler"), repo_id, **options)
