@@ -90,6 +90,7 @@ def test_a_bad_value_is_one_line_exit_2(command: str, option: str, value: str, s
     import seqrep.serve.app
 
     monkeypatch.setattr(seqrep.export, "load_labeler", _never)
+    monkeypatch.setattr(seqrep.export, "load", _never)
     monkeypatch.setattr(seqrep.serve.app, "create_app", _never)
     monkeypatch.setattr(seqrep.lab.bench, "run_bench", _never)
     args = [a.format(run=tmp_path) for a in ARGS[command]] + [option, value]

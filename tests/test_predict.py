@@ -38,7 +38,7 @@ def test_predict_text_uses_strict_spans(tiny, monkeypatch) -> None:
     lab = SequenceLabeler.from_model(tiny("llama"), labels=labels, finetune="frozen",
                                      decoding="greedy").eval()
 
-    def logits(sentences, batch_size=32):  # noqa: ANN001, ANN202 - O I-PER I-PER
+    def logits(sentences, batch_size=32, docs=None):  # noqa: ANN001, ANN202 - O I-PER I-PER
         return [torch.tensor([[5.0, 0, 0]] + [[0, 0, 5.0]] * (len(s) - 1)) for s in sentences]
 
     monkeypatch.setattr(lab, "word_logits", logits)

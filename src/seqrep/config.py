@@ -106,8 +106,10 @@ class TrainConfig(ConfigBase):
 @dataclass(frozen=True)
 class InferenceConfig(ConfigBase):
     """How a trained labeler runs: the options ``predict``, ``evaluate``, ``serve``, ``export``
-    and ``bench`` share, each with one default and one check (a command takes the fields it
-    needs: :func:`seqrep.cli.options.inference_option`).
+    and ``bench`` share, each with one default and one check. Each command builds one from
+    the options it has (:func:`seqrep.cli.options.inference_config`) and hands this object to
+    loading (:func:`seqrep.export.load`), prediction, evaluation and serving, so each value
+    is checked once, here, before anything loads.
 
     Messages name the command-line option (``--batch-size 0; expected 1 or more``): these
     values come from the command line, or from a program that mirrors it.
@@ -118,8 +120,7 @@ class InferenceConfig(ConfigBase):
     device: str = _f("auto", "auto, cpu, cuda, cuda:N or mps")
     precision: str = _f("auto", "auto (bf16 where the device has it natively, else fp32), "
                                 "fp32, bf16 or fp16")
-    batch_size: int = _f(32, "sentences per batch, grouped by length (with document context, "
-                             "model rows)")
+    batch_size: int = _f(32, "sentences per batch, grouped by length (as in training)")
     batch_tokens: int = _f(BATCH_TOKENS, "close a batch before it passes this many padded "
                                          "tokens")
     threads: int | None = _f(None, "torch CPU threads (default: all cores; seqrep serve: all "
@@ -136,8 +137,8 @@ class InferenceConfig(ConfigBase):
     @staticmethod
     def check(name: str, value: Any, flag: str | None = None) -> Any:
         """``value`` if field ``name`` accepts it, else a ConfigError naming ``flag`` (default
-        the field's option, ``--batch-size``); the commands' options call it as they are
-        read, so a bad value fails before any model loads."""
+        the field's option, ``--batch-size``): what building a config runs for each field,
+        and what ``bench`` runs for the fields it shares."""
         flag = flag or f"--{name.replace('_', '-')}"
         if name in ("batch_size", "batch_tokens", "threads") and value is not None \
                 and value < 1:

@@ -10,7 +10,7 @@ nothing above it.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -32,8 +32,9 @@ class Labeler(Protocol):
     def encoder(self) -> Encoder: ...
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    max_tokens: int | None = ...) -> list[torch.Tensor]:
-        """One ``(words, num_labels)`` tensor of logits per sentence. (SequenceLabeler and
-        OnnxLabeler also take ``docs=``, each sentence's document id, for
-        ``context="document"``; prediction passes it only when it has documents.)"""
+                    batch_tokens: int | None = ...,
+                    docs: Sequence[Hashable | None] | None = None) -> list[torch.Tensor]:
+        """One ``(words, num_labels)`` tensor of logits per sentence; ``docs``: each
+        sentence's document id, read where the labeler's rows hold documents (None: each
+        sentence alone; :class:`seqrep.documents.Grouped` carries words and ids together)."""
         ...

@@ -29,8 +29,7 @@ def predict_tags(labeler: Labeler, sentences: Sequence[Sequence[str]],
         batch_size: sentences per forward pass.
         docs: each sentence's document id (read with ``context="document"``).
     """
-    kw = {} if docs is None else {"docs": docs}
-    logits = labeler.word_logits(sentences, batch_size, **kw) if sentences else []
+    logits = labeler.word_logits(sentences, batch_size, docs=docs) if sentences else []
     return decode_logits(labeler, sentences, logits, decoding)
 
 

@@ -89,9 +89,14 @@ RUNTIMES: Table[Runtime] = Table("runtime", (
 
 
 def runtime(name: str, exported: bool = False) -> Runtime:
-    """The runtime ``--runtime NAME`` picks; ``auto``: onnx for an ONNX export folder
-    (``exported``), else torch."""
+    """The runtime ``--runtime NAME`` picks, the name checked first (for a program that
+    passes a name; the commands' names are checked once, by their
+    :class:`~seqrep.config.InferenceConfig`, and looked up with :func:`pick`)."""
     RUNTIMES.check(name, "--runtime", auto=True)
-    if name == AUTO:
-        return RUNTIMES["onnx" if exported else "torch"]
-    return RUNTIMES[name]
+    return pick(name, exported)
+
+
+def pick(name: str, exported: bool = False) -> Runtime:
+    """The runtime a checked name picks; ``auto``: onnx for an ONNX export folder
+    (``exported``), else torch."""
+    return RUNTIMES["onnx" if exported else "torch"] if name == AUTO else RUNTIMES[name]

@@ -34,8 +34,8 @@ class Offset:
     def __init__(self, labeler: SequenceLabeler, delta: float) -> None:
         self.labeler, self.delta = labeler, delta
 
-    def word_logits(self, sentences, batch_size: int = 32) -> list[torch.Tensor]:  # noqa: ANN001
-        out = [x.clone() for x in self.labeler.word_logits(sentences, 32)]
+    def word_logits(self, sentences, batch_size: int = 32, docs=None) -> list[torch.Tensor]:  # noqa: ANN001
+        out = [x.clone() for x in self.labeler.word_logits(sentences, 32, docs=docs)]
         for x in out:
             if x.numel():
                 x[0, 0] += self.delta

@@ -403,17 +403,17 @@ def test_an_error_outside_the_labeler_is_json_500_and_logged(labeler, caplog) ->
 def test_a_run_folder_loads_with_the_runtime_device_and_precision_asked(labeler, labeler_dir,
                                                                         serving, monkeypatch
                                                                         ) -> None:
-    """create_app(run_dir, runtime=, device=, precision=) hands each to load_labeler as given
-    (the model loads at startup, in the lifespan's thread)."""
+    """create_app(run_dir, runtime=, device=, precision=) hands each to the loader as given,
+    in one InferenceConfig (the model loads at startup, in the lifespan's thread)."""
     import seqrep.export
 
     asked = []
 
-    def load(run_dir, runtime, device, precision):  # noqa: ANN001, ANN202
-        asked.append((run_dir, runtime, device, precision))
+    def load(run_dir, settings):  # noqa: ANN001, ANN202
+        asked.append((run_dir, settings.runtime, settings.device, settings.precision))
         return labeler
 
-    monkeypatch.setattr(seqrep.export, "load_labeler", load)
+    monkeypatch.setattr(seqrep.export, "load", load)
     app = create_app(labeler_dir, runtime="torch", device="cpu", precision="fp32")
 
     async def main() -> None:

@@ -64,7 +64,7 @@ def test_concurrent_requests_batched_and_equal_alone(labeler, proxy, texts, serv
 def test_batches_close_at_the_token_budget(labeler, proxy, texts, same) -> None:
     counted = proxy(labeler, lambda s: None)
     budget = 96
-    batcher = Batcher(counted, max_batch_tokens=budget, max_wait_ms=50)
+    batcher = Batcher(counted, batch_tokens=budget, max_wait_ms=50)
     texts = texts + ["Obama.", "Paris!", "Hi there"]
     jobs = [(t, batcher.submit([t])) for t in texts * 2]  # all queued before the worker starts
     batcher.start()
@@ -132,7 +132,7 @@ def test_bf16_batched_answers_within_the_stated_tolerance(labeler_dir, texts) ->
         no_tie[tuple(sentence)] = bool(clear.all())
     assert any(no_tie.values())
     # the same through the batcher: records of texts queued together against alone
-    batcher = Batcher(lab, max_batch_tokens=100_000, max_wait_ms=0)
+    batcher = Batcher(lab, batch_tokens=100_000, max_wait_ms=0)
     futures = [batcher.submit([t]) for t in texts]
     batcher.start()
     for text, future in zip(texts, futures):

@@ -109,7 +109,7 @@ def test_serve_passes_device_and_precision_to_the_app(labeler_dir: Path, capsys,
     code, err = _main(["serve", str(labeler_dir), "--port", str(free_port()), "--device", "cpu",
                        "--precision", "fp32"], capsys)
     assert code == 2 and "recorded" in err
-    assert (seen["device"], seen["precision"]) == ("cpu", "fp32")
+    assert (seen["inference"].device, seen["inference"].precision) == ("cpu", "fp32")
 
 
 def test_console_script_serves_and_stops_on_sigterm(labeler_dir: Path, texts) -> None:

@@ -54,7 +54,7 @@ def _sentence_tags(lab: SequenceLabeler, text: str) -> list[list[str]]:
 def test_batched_requests_label_each_text_as_one_document(doc_lab, same) -> None:
     want = [t for text in TEXTS for t in _document_tags(doc_lab, text)]
     assert want != [t for text in TEXTS for t in _sentence_tags(doc_lab, text)]
-    batcher = Batcher(doc_lab, max_batch_tokens=100_000, max_wait_ms=50)
+    batcher = Batcher(doc_lab, batch_tokens=100_000, max_wait_ms=50)
     jobs = [batcher.submit(TEXTS), batcher.submit(TEXTS[:1]), batcher.submit(TEXTS[1:])]
     jobs.append(batcher.submit(TEXTS[1:2], word_scores=True))
     batcher.start()
@@ -112,7 +112,7 @@ def test_spacy_doc_is_one_document(doc_dir, doc_lab) -> None:
 
 def test_word_scores_of_a_request_of_several_texts_are_each_text_s_own(doc_lab) -> None:
     """Each text of a request is its own document in the scores too."""
-    batcher = Batcher(doc_lab, max_batch_tokens=100_000, max_wait_ms=50)
+    batcher = Batcher(doc_lab, batch_tokens=100_000, max_wait_ms=50)
     job = batcher.submit(TEXTS[1:], word_scores=True)
     batcher.start()
     got = job.result(timeout=60)

@@ -186,7 +186,7 @@ def test_job_taken_into_a_forming_batch_is_dropped_when_its_client_leaves(labele
 
     taken = threading.Event()
     counted = Held(labeler, lambda s: None)
-    batcher = Batcher(counted, max_batch_tokens=100_000, max_wait_ms=60_000)
+    batcher = Batcher(counted, batch_tokens=100_000, max_wait_ms=60_000)
     kept = batcher.submit(["Kept"], pretokenized=True)
     gone = batcher.submit(["Gone soon"], pretokenized=True)
     batcher.start()

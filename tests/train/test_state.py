@@ -137,8 +137,8 @@ def test_last_step_of_a_token_budget_run_has_a_learning_rate(tiny, tmp_path: Pat
     trainer = _trainer(tiny, tmp_path, data, epochs=2, batch_size=2, batch_tokens=64, lr=1.0,
                        head_lr=1.0)
     lengths = [len(it.segment) for it in trainer.items]
-    sorted_plan = len(length_batches(lengths, 2, max_tokens=64))
-    plans = [len(length_batches(lengths, 2, shuffle=True, seed=3 * 1000 + e, max_tokens=64))
+    sorted_plan = len(length_batches(lengths, 2, batch_tokens=64))
+    plans = [len(length_batches(lengths, 2, shuffle=True, seed=3 * 1000 + e, batch_tokens=64))
              for e in range(2)]
     assert sum(plans) > 2 * sorted_plan  # the case that matters: shuffled epochs are longer
     rates: list[float] = []

@@ -20,6 +20,7 @@ from seqrep.cli.options import (
     command,
     config_params,
     config_values,
+    inference_config,
     inference_option,
     parse_label_map,
 )
@@ -71,8 +72,9 @@ def evaluate_command(values: dict[str, Any]) -> None:
     from seqrep.errors import ConfigError
     from seqrep.evaluate import check_scored_labels
     from seqrep.evaluate import evaluate as run_eval
-    from seqrep.export import load_labeler
+    from seqrep.export import load
 
+    settings = inference_config(values)  # checked once, before the data or the model
     reader = ReaderConfig(**config_values(ReaderConfig, values))
     dataset, split, limit = values["dataset"], values["split"], values["max_sentences"]
     if limit is not None and limit < 1:
@@ -83,8 +85,7 @@ def evaluate_command(values: dict[str, Any]) -> None:
         _check_predictions(values["predictions"], dataset)
     corpus = load_corpus(dataset, split, reader.format, **reader.options())  # before the model
     say_notes(corpus)
-    labeler = load_labeler(values["run"], values["runtime"], values["trust_remote_code"],
-                           values["device"], values["precision"])
+    labeler = load(values["run"], settings)
     gold = check_scored_labels([s for s in corpus.sentences if len(s)][:limit],
                                labeler.config.labels, corpus.name or dataset,
                                parse_label_map(values["label_map"]), labeler.config.task)
@@ -100,12 +101,12 @@ def evaluate_command(values: dict[str, Any]) -> None:
     if state.is_main_process:  # what produces the score, where a user sees it (also --json)
         typer.echo(ran_on_line(labeler), err=True)
     if state.num_processes > 1:  # under torchrun / accelerate launch: shard the sentences
+        from seqrep.documents import Grouped
         from seqrep.evaluate import evaluate_logits, sharded_logits
 
         start = time.perf_counter()
-        logits = sharded_logits(labeler, [s.words for s in gold], values["batch_size"], state,
-                                [s.doc_id for s in gold])
-        result = evaluate_logits(labeler, gold, logits, values["decoding"], pred)
+        logits = sharded_logits(labeler, Grouped.of(gold, labeler), settings.batch_size, state)
+        result = evaluate_logits(labeler, gold, logits, settings.decoding, pred)
         result["seconds"] = round(time.perf_counter() - start, 3)
         if not state.is_main_process:
             return
@@ -113,7 +114,7 @@ def evaluate_command(values: dict[str, Any]) -> None:
         from seqrep.evaluate import progress_bar
 
         progress = None if values["quiet"] else progress_bar(len(gold))
-        result = run_eval(labeler, gold, values["decoding"], values["batch_size"], progress,
+        result = run_eval(labeler, gold, settings.decoding, settings.batch_size, progress,
                           pred)
     if values["predictions"] is not None:
         write_predictions(values["predictions"], gold, pred)

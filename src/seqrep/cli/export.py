@@ -29,15 +29,19 @@ def export(
     The graph holds RUN's cut backbone, word pooling and head (dynamic batch, length and word
     count) and `OnnxLabeler` runs it without a torch model; the opset, the exporter, the
     graph's sha256 and the parity check go into ONNX/seqrep-onnx.json."""
+    from seqrep.cli.options import inference_config
     from seqrep.errors import ConfigError
     from seqrep.export.folder import read_meta
     from seqrep.export.onnx import export_onnx
 
+    # export's one inference option, checked as every command checks its own; the export
+    # itself loads on the CPU in fp32 (the graph's numerics), whatever --device would say
+    settings = inference_config(locals())
     if opset < 14:
         raise ConfigError(f"--opset {opset}; expected 14 or more (attention needs it)")
     if not tolerance > 0:
         raise ConfigError(f"--tolerance {tolerance}; expected a positive number")
-    out = export_onnx(run, onnx, opset, trust_remote_code, check, tolerance)
+    out = export_onnx(run, onnx, opset, settings.trust_remote_code, check, tolerance)
     meta = read_meta(out)  # bounded, as every JSON a command reads from a folder
     size = (out / meta["model_file"]).stat().st_size / 2**20
     line = f"{run} -> {out / meta['model_file']} ({size:.1f} MiB, opset {opset}, " \

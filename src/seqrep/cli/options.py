@@ -14,9 +14,12 @@ import dataclasses
 import inspect
 import typing
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from seqrep.config import InferenceConfig
 
 Params = list[inspect.Parameter]
 
@@ -201,18 +204,24 @@ def option(config: type, name: str, *flags: str, **kw: Any) -> Any:
     return typer.Option(field_default(f), *flags, help=f.metadata.get("help", ""), **kw)
 
 
-def inference_option(name: str, *flags: str, **kw: Any) -> Any:
+def inference_option(name: str, **kw: Any) -> Any:
     """The ``typer.Option`` of :class:`~seqrep.config.InferenceConfig`'s field ``name``, the
-    same on every command that has it: its default, its help, and its check while the options
-    are read (a bad value is one line naming the option, exit 2, before any model loads)."""
+    same on every command that has it: its default and its help. The value is checked once,
+    when the command builds its config (:func:`inference_config`) before any model loads."""
     from seqrep.config import InferenceConfig
 
-    flags = flags or (f"--{name.replace('_', '-')}",)
+    return option(InferenceConfig, name, f"--{name.replace('_', '-')}", show_default=True,
+                  **kw)
 
-    def check(value: Any) -> Any:
-        return InferenceConfig.check(name, value, flags[0])
 
-    return option(InferenceConfig, name, *flags, callback=check, show_default=True, **kw)
+def inference_config(values: dict[str, Any]) -> InferenceConfig:
+    """The one :class:`~seqrep.config.InferenceConfig` a command runs with, from the options
+    it read (the fields it has no option for keep their defaults); every value is checked
+    here, once, so a bad one is one line naming its option, exit 2, before anything loads.
+    Loading, prediction, evaluation and serving then read this object, not loose values."""
+    from seqrep.config import InferenceConfig
+
+    return InferenceConfig(**config_values(InferenceConfig, values))
 
 
 def parse_label_map(items: list[str] | None) -> dict[str, str]:

@@ -6,11 +6,14 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from seqrep.cli.options import inference_option
+
+if TYPE_CHECKING:
+    from seqrep.config import InferenceConfig
 
 
 def _lines(text: str) -> list[str]:
@@ -69,11 +72,10 @@ def predict(
     #hashtags kept whole). A labeler trained with --context document labels each text as one
     document, and consecutive .jsonl lines with the same "doc_id" as one.
     """
+    from seqrep.cli.options import inference_config
     from seqrep.errors import ConfigError
-    from seqrep.export import load_labeler
-    from seqrep.model.device import ran_on_line
-    from seqrep.predict import predict_text, to_conll
 
+    settings = inference_config(locals())  # the options above; checked once, here
     if output_format not in ("jsonl", "conll"):
         raise ConfigError(f"--format {output_format!r}; expected jsonl or conll")
     if output is not None:
@@ -81,60 +83,94 @@ def predict(
             raise ConfigError("--output needs --input FILE (the texts to label)")
         if output_format != "jsonl":
             raise ConfigError("--output writes JSON lines; use --format jsonl")
-        _predict_to_file(run, input, output, decoding, batch_size, words, overwrite,
-                         (runtime, trust_remote_code, device, precision))
-        return
-    if input is not None:
-        from seqrep.stream import label_items, read_records
+        _predict_to_file(run, input, output, settings, words, overwrite)
+    elif input is not None:
+        _file_to_stdout(run, input, settings, words, output_format)
+    else:
+        _texts_to_stdout(run, _texts(text), settings, words, output_format)
 
-        items = [x[1:] for x in read_records(input, words)]  # as with --output
-        labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
-        typer.echo(ran_on_line(labeler), err=True)  # stderr: stdout stays the records
-        for record in label_items(labeler, items, decoding, batch_size):
-            _write(record, output_format, to_conll)
-        return
+
+def _texts(text: str | None) -> list[str]:
+    """The texts of the TEXT argument: itself, or stdin's lines for ``-`` (or when stdin is
+    no terminal and TEXT is not given)."""
+    from seqrep.errors import ConfigError
+
     if text == "-" or text is None:
         texts = _lines(_stdin()) if text == "-" or not sys.stdin.isatty() else []
         if text is None and not texts:
             raise ConfigError("give TEXT, --input FILE, or '-' to read stdin")
-    else:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ConfigError("TEXT is not valid UTF-8; pass it in a file with --input") from None
-        texts = [text]
-    labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
-    typer.echo(ran_on_line(labeler), err=True)  # stderr: stdout stays the records
-    for record in predict_text(labeler, texts, decoding, batch_size, pretokenized=words):
-        _write(record, output_format, to_conll)
+        return texts
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError("TEXT is not valid UTF-8; pass it in a file with --input") from None
+    return [text]
 
 
-def _write(record: dict, output_format: str, to_conll: Any) -> None:
+def _loaded(run: Path, settings: InferenceConfig, say: bool = True) -> Any:
+    """The labeler of ``run`` as ``settings`` say, its ``running on ...`` line on stderr
+    (stdout stays the records)."""
+    from seqrep.export import load
+    from seqrep.model.device import ran_on_line
+
+    labeler = load(run, settings)
+    if say:
+        typer.echo(ran_on_line(labeler), err=True)
+    return labeler
+
+
+def _texts_to_stdout(run: Path, texts: list[str], settings: InferenceConfig, words: bool,
+                     output_format: str) -> None:
+    """TEXT or stdin: the texts labeled in one call, their records on stdout."""
+    from seqrep.predict import predict_text
+
+    labeler = _loaded(run, settings)
+    for record in predict_text(labeler, texts, settings.decoding, settings.batch_size,
+                               pretokenized=words):
+        _write(record, output_format)
+
+
+def _file_to_stdout(run: Path, input: Path, settings: InferenceConfig, words: bool,
+                    output_format: str) -> None:
+    """``--input`` without ``--output``: the file read whole (lines or JSONL records, their
+    ``doc_id`` kept, as with ``--output``), labeled in one call, records on stdout."""
+    from seqrep.inputs import read_records
+    from seqrep.predict import predict_text
+
+    items = [x[1:] for x in read_records(input, words)]  # (text, pretokenized[, doc_id])
+    labeler = _loaded(run, settings)
+    for record in predict_text(labeler, [it[0] for it in items], settings.decoding,
+                               settings.batch_size, pretokenized=[it[1] for it in items],
+                               docs=[it[2] if len(it) > 2 else None for it in items]):
+        _write(record, output_format)
+
+
+def _write(record: dict, output_format: str) -> None:
+    from seqrep.predict import to_conll
+
     if output_format == "conll":
         sys.stdout.write(to_conll(record))
     else:
         sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-def _predict_to_file(run: Path, input: Path, output: Path, decoding: str | None,
-                     batch_size: int, words: bool, overwrite: bool,
-                     load: tuple[str, bool, str, str]) -> None:
+def _predict_to_file(run: Path, input: Path, output: Path, settings: InferenceConfig,
+                     words: bool, overwrite: bool) -> None:
     """``--output``: paths and an existing partial output checked before the model loads,
     then streamed (:func:`seqrep.stream.predict_file`)."""
     import os
 
     from accelerate import PartialState
 
-    from seqrep.export import load_labeler
     from seqrep.model.device import ran_on_line
     from seqrep.stream import predict_file, prepare, run_identity, stderr_progress
 
-    runtime, trust_remote_code, device, precision = load
     # RANK: set by torchrun / accelerate launch; only their main process handles OUT.partial
-    plan = prepare(input, output, run_identity(run, runtime=runtime, precision=precision,
-                                               decoding=decoding, words=words), overwrite,
-                   main=os.environ.get("RANK", "0") == "0")
-    labeler = load_labeler(run, runtime, trust_remote_code, device, precision)
+    plan = prepare(input, output, run_identity(run, runtime=settings.runtime,
+                                               precision=settings.precision,
+                                               decoding=settings.decoding, words=words),
+                   overwrite, main=os.environ.get("RANK", "0") == "0")
+    labeler = _loaded(run, settings, say=False)
     state = PartialState(cpu=labeler.placement.device.type == "cpu")
     main = state.is_main_process
     if main:
@@ -149,7 +185,8 @@ def _predict_to_file(run: Path, input: Path, output: Path, decoding: str | None,
         if bar is not None:
             bar(done, total)
 
-    n = predict_file(labeler, input, output, decoding, batch_size, progress=progress,
+    n = predict_file(labeler, input, output, settings.decoding, settings.batch_size,
+                     progress=progress,
                      accelerator=state, words=words, plan=plan, overwrite=overwrite,
                      log=(lambda m: typer.echo(m, err=True)) if main else None)
     if main:

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from seqrep.cli.options import command, config_values, inference_option
+from seqrep.cli.options import command, config_values, inference_config, inference_option
 
 
 def _params() -> list:
@@ -55,25 +55,26 @@ def serve_command(values: dict[str, Any]) -> None:
     except ImportError as err:
         raise ConfigError(f"seqrep serve needs the serve extra ({err.name} is missing): "
                           f"pip install 'seqrep[serve]'") from None
+    inference = inference_config(values)  # runtime, device, precision, threads: checked once
     settings = ServeSettings(**config_values(ServeSettings, values))  # checks the limits
     from seqrep.model.device import resolve_device, resolve_precision
 
-    device, precision = values["device"], values["precision"]
-    resolve_precision(precision, resolve_device(device))  # a wrong value fails now, not later
+    # a device this machine lacks, or a precision it cannot run there, fails now, not later
+    resolve_precision(inference.precision, resolve_device(inference.device))
     import logging
     import os
 
     import torch
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    torch.set_num_threads(values["threads"] or max(1, (cores or 1) - 1))
+    torch.set_num_threads(inference.threads or max(1, (cores or 1) - 1))
     log_level = values["log_level"]
     logging.basicConfig(format="%(levelname)s:     %(name)s: %(message)s",
                         level=getattr(logging, log_level.upper(), logging.INFO))
     sock = bind_socket(values["host"], values["port"])  # before the model loads: a busy port
     try:
-        app = create_app(values["run"], settings=settings, runtime=values["runtime"],
-                         device=device, precision=precision)  # a non-labeler fails here
+        app = create_app(values["run"], settings=settings,
+                         inference=inference)  # a non-labeler fails here
     except BaseException:
         sock.close()
         raise

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import torch
 
-from seqrep.encode import BATCH_TOKENS as MAX_TOKENS  # noqa: F401 - tokens per batch
 from seqrep.encode.repeat import Segment
 
 
@@ -97,12 +96,12 @@ def collate(segments: Sequence[Segment], pad_id: int, side: str = "right",
 
 
 def length_batches(lengths: Sequence[int], batch_size: int, shuffle: bool = False,
-                   seed: int = 0, max_tokens: int | None = None,
+                   seed: int = 0, batch_tokens: int | None = None,
                    sizes: Sequence[int] | None = None) -> list[list[int]]:
     """Group item indices into batches of similar length, so little compute goes to padding.
 
     Items are sorted by length; consecutive runs form batches of at most ``batch_size`` items
-    (and at most ``max_tokens`` padded tokens, if given). With ``sizes`` an item counts its
+    (and at most ``batch_tokens`` padded tokens, if given). With ``sizes`` an item counts its
     size instead of one (a document row: the sentences it reads), and a batch closes before
     the item that would take it past ``batch_size`` (an item alone may be larger). With
     ``shuffle``, lengths are jittered within a bucket of 50 batches and the batch order is
@@ -127,7 +126,7 @@ def length_batches(lengths: Sequence[int], batch_size: int, shuffle: bool = Fals
     for i in order:
         size = 1 if sizes is None else sizes[i]
         longest = max([lengths[j] for j in cur] + [lengths[i]])
-        too_many = max_tokens is not None and cur and longest * (len(cur) + 1) > max_tokens
+        too_many = batch_tokens is not None and cur and longest * (len(cur) + 1) > batch_tokens
         if (cur and held + size > batch_size) or too_many:
             batches.append(cur)
             cur, held = [], 0

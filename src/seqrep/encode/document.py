@@ -66,11 +66,12 @@ def documents(doc_ids: Sequence[Hashable | None]) -> list[list[int]]:
     return groups
 
 
-def chunk_spans(n: int, size: int, docs: Sequence[Hashable | None] | None = None
+def chunk_spans(n: int, size: int, docs: Sequence[Hashable | None] | None
                 ) -> list[tuple[int, int]]:
     """``(start, end)`` runs of ``n`` sentences, ``size`` each; with ``docs`` a run ends only
     where a document does (it closes once it holds ``size`` or more, a longer document is one
-    run), so document context sees whole documents whatever the chunking."""
+    run), so document context sees whole documents whatever the chunking. ``docs`` has no
+    default: None (each sentence alone) is said, never assumed."""
     groups = documents(docs) if docs is not None else [[i] for i in range(n)]
     out: list[tuple[int, int]] = []
     start = 0

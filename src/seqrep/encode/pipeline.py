@@ -23,8 +23,9 @@ from typing import Any, Protocol, TypeVar
 import torch
 
 from seqrep.contexts import context_of
+from seqrep.encode import BATCH_TOKENS
 from seqrep.encode.align import WordTokenizer
-from seqrep.encode.batch import MAX_TOKENS, Batch, collate, length_batches
+from seqrep.encode.batch import Batch, collate, length_batches
 from seqrep.encode.repeat import RepeatSpec, Segment, encode_sentence
 from seqrep.encode.rows import Item
 from seqrep.errors import ConfigError
@@ -188,16 +189,16 @@ class Encoder:
         """
         return self.context.build_rows(self, sentences, tags, docs)
 
-    def plan(self, items: Sequence[Item], batch_size: int, max_tokens: int | None = None,
+    def plan(self, items: Sequence[Item], batch_size: int, batch_tokens: int | None = None,
              shuffle: bool = False, seed: int = 0, sentences: bool = False
              ) -> list[list[int]]:
         """Index lists of length-sorted batches: at most ``batch_size`` rows (with
         ``sentences``, rows reading at most ``batch_size`` sentences together, each row
-        counting the sentences it reads words of) and ``max_tokens`` padded tokens each (see
+        counting the sentences it reads words of) and ``batch_tokens`` padded tokens each (see
         :func:`~seqrep.encode.batch.length_batches`)."""
         sizes = [len({s for s, _ in it.targets()}) or 1 for it in items] if sentences else None
         return length_batches([len(it.segment) for it in items], batch_size, shuffle=shuffle,
-                              seed=seed, max_tokens=max_tokens, sizes=sizes)
+                              seed=seed, batch_tokens=batch_tokens, sizes=sizes)
 
     def collate(self, items: Sequence[Item]) -> Batch:
         """Pad ``items`` into one batch (with labels when every item has them)."""
@@ -206,11 +207,13 @@ class Encoder:
                        None if any(x is None for x in labels) else labels)
 
     def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                max_tokens: int | None = None, docs: Sequence[Any] | None = None
+                batch_tokens: int | None = None, docs: Sequence[Any] | None = None
                 ) -> Iterator[tuple[Batch, list[Item]]]:
-        """Inference batches over all rows of ``sentences``, with the items of each."""
+        """Inference batches over all rows of ``sentences``, with the items of each: at most
+        ``batch_size`` sentences each, as in training (with document context a row labels
+        several sentences and counts them all; a row alone may label more)."""
         items = self.items(sentences, docs=docs)
-        for idx in self.plan(items, batch_size, max_tokens):
+        for idx in self.plan(items, batch_size, batch_tokens, sentences=self.context.documents):
             members = [items[j] for j in idx]
             yield self.collate(members), members
 
@@ -266,13 +269,13 @@ class EncodesSentences:
         return self.encoder.segments(sentence)
 
     def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
                 ) -> Iterator[tuple[Batch, list[Item]]]:
         """Length-sorted batches over all segments of ``sentences``: at most ``batch_size``
-        rows and ``max_tokens`` padded tokens each, so little compute goes to padding.
+        rows and ``batch_tokens`` padded tokens each, so little compute goes to padding.
         ``docs``: document ids per sentence (document context, see :meth:`Encoder.items`).
 
         Yields:
             ``(batch, items)``: the items (sentence index, segment) in row order.
         """
-        return self.encoder.batches(sentences, batch_size, max_tokens, docs)
+        return self.encoder.batches(sentences, batch_size, batch_tokens, docs)

@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from seqrep.contexts import labeler_context
 from seqrep.data.types import Sentence
+from seqrep.documents import Grouped
 from seqrep.evaluate.files import score_file
 from seqrep.evaluate.labels import check_labels, check_scored_labels, check_test_labels
 from seqrep.evaluate.logits import (
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler
 
 __all__ = ["check_labels", "check_scored_labels", "check_test_labels", "choose_decoding",
-           "chunked_logits", "evaluate", "evaluate_logits", "layer_scores", "length_chunks",
+           "chunked_logits", "evaluate", "evaluate_logits", "layer_scores",
            "progress_bar", "progress_chunk", "score", "score_file", "score_logits",
            "scores_by_decoding", "shard_indices", "sharded_logits"]
 
@@ -78,26 +78,6 @@ def progress_chunk(batch_size: int, total: int) -> int:
     return max(batch_size * 2, -(-total // 20), 1)
 
 
-def length_chunks(words: Sequence[Sequence[str]], size: int,
-                  docs: Sequence[Any] | None = None) -> list[list[int]]:
-    """Sentence indices in chunks of about ``size``, for progress chunk by chunk.
-
-    With ``docs`` (document context) a chunk ends only where a document does (a sentence cut
-    from its neighbours would be read without them, so labeled differently) and the order
-    is the input's. Without, the sentences go longest first (by characters): batches are
-    length-sorted within a chunk, and chunks of the input order would pad far more (CoNLL-2003
-    test in chunks of two batches of 64: 2.1x the real tokens, against 1.2x sorted and 1.1x
-    in one pass); longest first also meets a memory limit at once and keeps the ETA from
-    promising too little.
-    """
-    from seqrep.encode.document import chunk_spans
-
-    if docs is not None:
-        return [list(range(i, j)) for i, j in chunk_spans(len(words), size, docs)]
-    order = sorted(range(len(words)), key=lambda i: -sum(len(w) + 1 for w in words[i]))
-    return [order[k:k + size] for k in range(0, len(order), size)]
-
-
 def progress_bar(total: int, what: str | None = None, leave: bool = True
                  ) -> Callable[[int], None]:
     """A progress callback: sentences done, sentences/s and ETA on stderr, as ``seqrep
@@ -127,16 +107,15 @@ def chunked_logits(labeler: SequenceLabeler, sentences: Sequence[Sentence], batc
                    progress: Callable[[int], None] | None = None,
                    chunk: int | None = None) -> list[Any]:
     """:func:`sharded_logits` of ``sentences`` (in input order) computed in the chunks of
-    :func:`length_chunks` (``chunk`` sentences each, default :func:`progress_chunk`), with
-    ``progress`` called with the sentences done after each. Every process must chunk alike
-    (each chunk is one gather), so the chunks never depend on whether progress is shown."""
-    words, ids = [s.words for s in sentences], [s.doc_id for s in sentences]
-    docs = labeler_context(labeler).doc_ids(sentences)
-    out: list[Any] = [None] * len(words)
+    :meth:`~seqrep.documents.Grouped.chunks` (``chunk`` sentences each, default
+    :func:`progress_chunk`), with ``progress`` called with the sentences done after each.
+    Every process must chunk alike (each chunk is one gather), so the chunks never depend on
+    whether progress is shown."""
+    grouped = Grouped.of(sentences, labeler)  # each chunk keeps its sentences' documents
+    out: list[Any] = [None] * len(grouped)
     done = 0
-    for idx in length_chunks(words, chunk or progress_chunk(batch_size, len(words)), docs):
-        logits = sharded_logits(labeler, [words[i] for i in idx], batch_size, accelerator,
-                                [ids[i] for i in idx])
+    for idx in grouped.chunks(chunk or progress_chunk(batch_size, len(grouped))):
+        logits = sharded_logits(labeler, grouped.part(idx), batch_size, accelerator)
         for i, x in zip(idx, logits, strict=True):
             out[i] = x
         done += len(idx)
@@ -158,23 +137,22 @@ def evaluate(labeler: SequenceLabeler, sentences: Sequence[Sentence], decoding: 
         progress: called with the number of sentences done after each chunk.
         keep: a list the predicted tags are appended to (one list per sentence).
         chunk: with ``progress``, sentences per chunk (default :func:`progress_chunk`;
-            see :func:`length_chunks`): the tags never depend on it.
+            see :meth:`seqrep.documents.Grouped.chunks`): the tags never depend on it.
 
     Returns:
         :func:`score`'s keys plus ``sentences`` and ``seconds`` (prediction time).
     """
-    from seqrep.predict import predict_tags
+    from seqrep.predict import decode_logits
 
     start = time.perf_counter()
-    words = [s.words for s in sentences]
-    docs = labeler_context(labeler).doc_ids(sentences)
-    chunks = length_chunks(words, chunk or progress_chunk(batch_size, len(words)), docs) \
-        if progress else [list(range(len(words)))] * bool(words)
-    pred: list[list[str]] = [[] for _ in words]
+    grouped = Grouped.of(sentences, labeler)  # each chunk keeps its sentences' documents
+    chunks = grouped.chunks(chunk or progress_chunk(batch_size, len(grouped))) \
+        if progress else [list(range(len(grouped)))] * bool(len(grouped))
+    pred: list[list[str]] = [[] for _ in sentences]
     done = 0
     for idx in chunks:
-        tags = predict_tags(labeler, [words[i] for i in idx], decoding, batch_size,
-                            None if docs is None else [docs[i] for i in idx])
+        part = grouped.part(idx)
+        tags = decode_logits(labeler, part.words, part.logits(labeler, batch_size), decoding)
         for i, (t, _) in zip(idx, tags, strict=True):
             pred[i] = t
         done += len(idx)

@@ -6,45 +6,38 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from seqrep.contexts import context_of
 from seqrep.data.types import Sentence
+from seqrep.documents import Grouped
 from seqrep.tasks import AUTO, DECODINGS, task_of
 
 if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler
 
 
-def sharded_logits(labeler: SequenceLabeler, words: list, batch_size: int,
-                   accelerator: object | None = None, docs: list | None = None) -> list[Any]:
-    """``labeler.word_logits(words, docs=docs)``, each process computing every N-th
-    document (with document context; else every N-th sentence), gathered back in input
+def sharded_logits(labeler: SequenceLabeler, sentences: Grouped, batch_size: int,
+                   accelerator: object | None = None) -> list[Any]:
+    """The word logits of ``sentences`` (read with their documents), each process computing
+    every N-th document (every N-th sentence when each is alone), gathered back in input
     order on every process (no sentence lost or counted twice)."""
     world = getattr(accelerator, "num_processes", 1)
-    docs = context_of(labeler.config.context).docs(docs)
     if world == 1:
-        return labeler.word_logits(words, batch_size, docs=docs)
+        return sentences.logits(labeler, batch_size)
     from accelerate.utils import gather_object
 
     rank = accelerator.process_index  # type: ignore[attr-defined]
-    mine_idx = shard_indices(len(words), docs, rank, world)
-    mine = labeler.word_logits([words[i] for i in mine_idx], batch_size,
-                               docs=None if docs is None else [docs[i] for i in mine_idx])
-    out: list[Any] = [None] * len(words)
+    mine_idx = sentences.shard(rank, world)
+    mine = sentences.part(mine_idx).logits(labeler, batch_size)
+    out: list[Any] = [None] * len(sentences)
     for idx, logits in gather_object([(mine_idx, mine)]):
         for i, x in zip(idx, logits):
             out[i] = x
     return out
 
 
-def shard_indices(n: int, docs: list | None, rank: int, world: int) -> list[int]:
-    """The sentence indices process ``rank`` of ``world`` computes: every ``world``-th
-    sentence, or every ``world``-th document when ``docs`` is given (a document's sentences
-    share rows, so they stay in one process)."""
-    if docs is None:
-        return list(range(rank, n, world))
-    from seqrep.encode.document import documents
-
-    return [i for group in documents(docs)[rank::world] for i in group]
+def shard_indices(n: int, docs: Sequence[Any] | None, rank: int, world: int) -> list[int]:
+    """The sentence indices process ``rank`` of ``world`` computes of ``n`` sentences with
+    document ids ``docs`` (None: each alone); see :meth:`Grouped.shard`."""
+    return Grouped([()] * n, None if docs is None else list(docs)).shard(rank, world)
 
 
 def score_logits(logits: Sequence[Any], gold: Sequence[Sentence], labels: Sequence[str],

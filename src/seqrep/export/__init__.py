@@ -14,14 +14,18 @@
   an embedding for every id).
 - :func:`~seqrep.export.quantize.quantize_int8` adds the int8 graph that kept F1 (within 0.5
   points of fp32 on CoNLL-2003, see ``results/int8.json``) beside the fp32 one.
-- :func:`load_labeler` picks the runtime for the commands' ``--runtime``, which loads the
-  folder (:meth:`seqrep.runtimes.Runtime.load`, with the loaders of
-  :mod:`~seqrep.export.loaders`).
+- :func:`load` loads a folder as a command's one :class:`~seqrep.config.InferenceConfig`
+  says: its runtime loads it (:meth:`seqrep.runtimes.Runtime.load`, with the loaders of
+  :mod:`~seqrep.export.loaders`); :func:`load_labeler` is the same from loose values, for a
+  program.
 
 Both need the ``onnx`` extra: ``pip install 'seqrep[onnx]'``.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 # the export format's names (and the helpers both the exporter and the runtime use) live in
 # seqrep.export.files, which imports no other part of the export: re-exported here
@@ -35,10 +39,14 @@ from seqrep.export.files import (  # noqa: F401
     sha256,
 )
 
+if TYPE_CHECKING:
+    from seqrep.config import InferenceConfig
+
 
 def load_labeler(path, runtime: str = "auto", trust_remote_code: bool = False,  # noqa: ANN001, ANN201
                  device: str = "auto", precision: str = "auto", threads: int | None = None):
-    """The labeler in ``path`` on the chosen runtime, for the commands' ``--runtime``.
+    """The labeler in ``path`` on the chosen runtime, for a program (the commands build one
+    :class:`~seqrep.config.InferenceConfig` and call :func:`load`).
 
     Args:
         path: a run or labeler folder (torch), or a folder from ``seqrep export --onnx``.
@@ -52,9 +60,19 @@ def load_labeler(path, runtime: str = "auto", trust_remote_code: bool = False,  
         threads: ONNX Runtime's intra-op threads (default: its own); torch keeps its
             setting.
     """
-    from seqrep.export.loaders import exported
-    from seqrep.runtimes import Settings
-    from seqrep.runtimes import runtime as pick
+    from seqrep.config import InferenceConfig
 
-    chosen = pick(runtime, exported(path))  # checks the name too
-    return chosen.load(path, Settings(trust_remote_code, device, precision, threads))
+    # checked once, by the config: a bad name reads as the command's (--runtime 'x'; ...)
+    return load(path, InferenceConfig(runtime=runtime, trust_remote_code=trust_remote_code,
+                                      device=device, precision=precision, threads=threads))
+
+
+def load(path: str | Path, settings: InferenceConfig) -> Any:
+    """The labeler in ``path`` as one validated :class:`~seqrep.config.InferenceConfig`
+    says: its runtime (``auto``: onnx for an ONNX export folder, else torch) loads it, placed
+    on its device and precision. The names were checked when ``settings`` was built, so this
+    is a lookup and one call (:meth:`seqrep.runtimes.Runtime.load`)."""
+    from seqrep.export.loaders import exported
+    from seqrep.runtimes import pick
+
+    return pick(settings.runtime, exported(path)).load(path, settings)

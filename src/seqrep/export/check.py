@@ -47,18 +47,18 @@ def _worse(worst: float, diff: float) -> float:
 
 
 def parity(labeler: Any, onnx_labeler: Any, sentences: Sequence[Sequence[str]],
-           batch_sizes: Sequence[int] = (1, 4, 32), docs: Sequence[Any] | None = None
+           docs: Sequence[Any] | None, batch_sizes: Sequence[int] = (1, 4, 32)
            ) -> dict[str, Any]:
     """Largest absolute logit difference and greedy-tag agreement of ``onnx_labeler``
     against ``labeler`` on ``sentences`` at each batch size (PyTorch at batch size 32);
-    ``docs``: the sentences' document ids (document context)."""
+    ``docs``: the sentences' document ids (document context; None: each alone, said at
+    each call)."""
     import torch
 
-    kw = {} if docs is None else {"docs": docs}
-    ref = labeler.word_logits(sentences, 32, **kw)
+    ref = labeler.word_logits(sentences, 32, docs=docs)
     worst, same = 0.0, True
     for bs in batch_sizes:
-        got = onnx_labeler.word_logits(sentences, bs, **kw)
+        got = onnx_labeler.word_logits(sentences, bs, docs=docs)
         for a, b in zip(ref, got):
             if a.shape != b.shape:
                 raise ModelError(f"ONNX logits of shape {tuple(b.shape)} for PyTorch's "
@@ -74,9 +74,9 @@ def check_export(labeler: Any, onnx_labeler: Any) -> dict[str, Any]:
     """:func:`parity` on :func:`check_sentences`; with document context, also on them as one
     document (under ``"documents"``), and the top-level figures are the worse of both."""
     sentences = check_sentences(labeler)
-    result = parity(labeler, onnx_labeler, sentences)
+    result = parity(labeler, onnx_labeler, sentences, None)
     if labeler_context(labeler).documents:
-        doc = parity(labeler, onnx_labeler, sentences, docs=[0] * len(sentences))
+        doc = parity(labeler, onnx_labeler, sentences, [0] * len(sentences))
         result["documents"] = dict(doc)
         result["max_abs_logit_diff"] = _worse(result["max_abs_logit_diff"],
                                               doc["max_abs_logit_diff"])

@@ -18,7 +18,8 @@ import numpy as np
 import torch
 
 from seqrep.config import LabelerConfig
-from seqrep.encode.batch import MAX_TOKENS, Batch
+from seqrep.encode import BATCH_TOKENS
+from seqrep.encode.batch import Batch
 from seqrep.encode.pipeline import Encoder, EncodesSentences, per_sentence
 from seqrep.errors import ConfigError, ModelError, first_line
 from seqrep.export.files import META_FILE, require_onnx, sha256
@@ -191,27 +192,27 @@ class OnnxLabeler(EncodesSentences):
 
     def map_words(self, sentences: Sequence[Sequence[str]],
                   fn: Callable[[Batch], torch.Tensor], batch_size: int = 32,
-                  max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                  batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
                   ) -> list[torch.Tensor]:
         """Run ``fn`` (a batch -> ``(W, ...)`` rows) over ``sentences`` and reassemble one
         ``(words, ...)`` tensor per sentence, in input order (as SequenceLabeler does)."""
         return per_sentence(sentences, ((fn(batch), items) for batch, items in
-                                        self.batches(sentences, batch_size, max_tokens, docs)))
+                                        self.batches(sentences, batch_size, batch_tokens, docs)))
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                    batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
                     ) -> list[torch.Tensor]:
         """One ``(words, num_labels)`` tensor of logits per sentence."""
-        return self.map_words(sentences, self, batch_size, max_tokens, docs)
+        return self.map_words(sentences, self, batch_size, batch_tokens, docs)
 
     def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                    batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
                     ) -> list[torch.Tensor]:
         """One ``(words, H)`` tensor of exit-layer states per sentence."""
         if "states" not in self._outputs:
             raise ModelError("this ONNX graph has no 'states' output")
         return self.map_words(sentences, lambda b: torch.from_numpy(self.run(b, ["states"])[0]),
-                              batch_size, max_tokens, docs)
+                              batch_size, batch_tokens, docs)
 
     def layer_states(self, *args: Any, **kwargs: Any) -> list[torch.Tensor]:
         raise ModelError("probe mode (layer_states) needs the PyTorch labeler; the ONNX graph "

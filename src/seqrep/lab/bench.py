@@ -71,8 +71,7 @@ class BenchConfig:
     dataset: str = _f("conll2003", "sentences to run")
     split: str = _f("test", "split of the dataset")
     sentences: int = _f(256, "first N sentences of the split")
-    batch_size: int = _f(InferenceConfig.batch_size, "sentences per batch (with "
-                                                         "document context, model rows)")
+    batch_size: int = _f(InferenceConfig.batch_size, "sentences per batch")
     max_tokens: int | None = _f(InferenceConfig.batch_tokens, "padded tokens per batch, "
                                 "grouped by length (0: no limit)")
     repeats: int = _f(3, "timed passes; the fastest counts")

@@ -89,7 +89,7 @@ def matmul_ceiling(model: str, tokens: int, threads: int | None,
 
 
 def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[list[str]],
-             batch_size: int, max_tokens: int | None, latency_sentences: int, mode: str,
+             batch_size: int, batch_tokens: int | None, latency_sentences: int, mode: str,
              threads: int | None, repeats: int = 1, precision: str = "fp32",
              exported: str | None = None, docs: list[Any] | None = None,
              device: str = "cpu", context: str | None = None,
@@ -120,7 +120,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     window = {"context_tokens": lab.config.context_tokens} if documents else {}
     lab.place(device, _ceiling_precision(precision))
     # padding of the very batches the timed pass runs
-    masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, max_tokens,
+    masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, batch_tokens,
                                                                docs=docs)]
     lengths = [int(n) for m in masks for n in m.sum(1)]
     waste = 1.0 - sum(lengths) / sum(m.numel() for m in masks)
@@ -137,8 +137,8 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     def run(batch_words: list[list[str]], bs: int, ids: list[Any] | None = None
             ) -> list[torch.Tensor]:
         if mode != "full_hidden_states":
-            return lab.word_states(batch_words, bs, max_tokens, docs=ids)
-        return _authors_way(lab, batch_words, bs, max_tokens, exit_layer)
+            return lab.word_states(batch_words, bs, batch_tokens, docs=ids)
+        return _authors_way(lab, batch_words, bs, batch_tokens, exit_layer)
 
     run(words[:batch_size], batch_size, docs[:batch_size] if docs else None)  # warm-up
     times = []
@@ -191,7 +191,7 @@ def _export(model: str, repetitions: int, exit_layer: int | None, folder: str,
         quantize_int8(folder)
 
 
-def _authors_way(lab: Any, words: list[list[str]], bs: int, max_tokens: int | None,
+def _authors_way(lab: Any, words: list[list[str]], bs: int, batch_tokens: int | None,
                  layer: int) -> list[torch.Tensor]:
     """Full forward with every hidden state, then layer ``layer`` (+ final norm), as the
     authors' code reads an early-exit state."""
@@ -209,4 +209,4 @@ def _authors_way(lab: Any, words: list[list[str]], bs: int, max_tokens: int | No
         h = h if layer == n else norm(h)  # the last entry is already normed
         return lab.pool(h, batch).float()
 
-    return lab.map_words(words, fn, bs, max_tokens)
+    return lab.map_words(words, fn, bs, batch_tokens)

@@ -46,9 +46,9 @@ def shape_ceiling(name: str, tokens: int, device: torch.device, dtype: torch.dty
             "repeats": repeats, "shapes": rates}
 
 
-def plan_batches(labeler: Any, sentences: list[list[list[int]]], max_tokens: int,
+def plan_batches(labeler: Any, sentences: list[list[list[int]]], batch_tokens: int,
                  device: torch.device, labels: bool = False) -> tuple[list[Any], list[int]]:
-    """Device batches of the sentences' segments (length-sorted, at most ``max_tokens``
+    """Device batches of the sentences' segments (length-sorted, at most ``batch_tokens``
     padded tokens each) and the real length of every row."""
     from seqrep.encode.batch import collate, length_batches
     from seqrep.encode.repeat import encode_sentence
@@ -57,7 +57,7 @@ def plan_batches(labeler: Any, sentences: list[list[list[int]]], max_tokens: int
     lengths = [len(s) for s in segments]
     rng = random.Random(1)
     batches = []
-    for idx in length_batches(lengths, batch_size=max_tokens, max_tokens=max_tokens):
+    for idx in length_batches(lengths, batch_size=batch_tokens, batch_tokens=batch_tokens):
         segs = [segments[i] for i in idx]
         tags = [[rng.randrange(len(CONLL_TAGS)) for _ in s.words] for s in segs] if labels \
             else None
@@ -66,11 +66,11 @@ def plan_batches(labeler: Any, sentences: list[list[list[int]]], max_tokens: int
     return batches, lengths
 
 
-def forward_row(labeler: Any, sentences: list[list[list[int]]], max_tokens: int,
+def forward_row(labeler: Any, sentences: list[list[list[int]]], batch_tokens: int,
                 device: torch.device, repeats: int, ceiling: float, peak: float | None,
                 weights: float | None) -> dict[str, Any]:
-    """Time ``labeler.forward`` over all sentences in ``max_tokens`` batches."""
-    batches, lengths = plan_batches(labeler, sentences, max_tokens, device)
+    """Time ``labeler.forward`` over all sentences in ``batch_tokens`` batches."""
+    batches, lengths = plan_batches(labeler, sentences, batch_tokens, device)
     real = sum(lengths)
     padded = sum(int(b.attention_mask.numel()) for b in batches)
     flops = forward_flops(lengths, flops_per_token(labeler.backbone))
@@ -86,7 +86,7 @@ def forward_row(labeler: Any, sentences: list[list[list[int]]], max_tokens: int,
         "config_layers": int(labeler.backbone.config.num_hidden_layers),
         "total_layers": labeler.backbone_info.total_layers,
         "repetitions": labeler.config.repetitions, "copies": labeler.spec.copies,
-        "max_tokens": max_tokens, "batches": len(batches), "sentences": len(sentences),
+        "max_tokens": batch_tokens, "batches": len(batches), "sentences": len(sentences),
         "rows": len(lengths), "tokens": real, "padded_tokens": padded,
         "padding_waste": round(1 - real / padded, 4),
         "seconds": round(seconds, 4), "seconds_all": [round(t, 4) for t in times],

@@ -22,7 +22,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from seqrep.encode.batch import MAX_TOKENS, Batch
+from seqrep.encode import BATCH_TOKENS
+from seqrep.encode.batch import Batch
 from seqrep.encode.pipeline import Encoder, EncodesSentences, fit_positions, per_sentence
 from seqrep.errors import ConfigError
 from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone
@@ -209,7 +210,7 @@ class SequenceLabeler(EncodesSentences, nn.Module):
     @torch.no_grad()
     def map_words(self, sentences: Sequence[Sequence[str]],
                   fn: Callable[[Batch], torch.Tensor], batch_size: int = 32,
-                  max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                  batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
                   ) -> list[torch.Tensor]:
         """Run ``fn`` (a batch -> ``(W, ...)`` per-word rows) over ``sentences`` in inference
         mode and reassemble one ``(words, ...)`` tensor per sentence, in input order.
@@ -222,24 +223,24 @@ class SequenceLabeler(EncodesSentences, nn.Module):
         with _inference(self):
             return per_sentence(sentences, (
                 (fn(batch.to(self.device)).cpu(), items)  # decoders read CPU tensors
-                for batch, items in self.batches(sentences, batch_size, max_tokens, docs)))
+                for batch, items in self.batches(sentences, batch_size, batch_tokens, docs)))
 
     def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                    batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
                     ) -> list[torch.Tensor]:
         """One ``(words, H)`` tensor of exit-layer states per sentence."""
         return self.map_words(sentences, lambda b: self.pool(self.hidden(b)[0], b).float(),
-                                  batch_size, max_tokens, docs)
+                                  batch_size, batch_tokens, docs)
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    max_tokens: int | None = MAX_TOKENS, docs: Sequence[Any] | None = None
+                    batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
                     ) -> list[torch.Tensor]:
         """One ``(words, num_labels)`` tensor of logits per sentence (``docs``: see
         :meth:`map_words`)."""
-        return self.map_words(sentences, self.forward, batch_size, max_tokens, docs)
+        return self.map_words(sentences, self.forward, batch_size, batch_tokens, docs)
 
     def layer_states(self, sentences: Sequence[Sequence[str]], layers: Sequence[int],
-                     batch_size: int = 32, max_tokens: int | None = MAX_TOKENS,
+                     batch_size: int = 32, batch_tokens: int | None = BATCH_TOKENS,
                      docs: Sequence[Any] | None = None) -> list[torch.Tensor]:
         """Probe mode: word states of several layers from one forward pass.
 
@@ -259,7 +260,7 @@ class SequenceLabeler(EncodesSentences, nn.Module):
             states = [last if x == n else norm(captured[x]) for x in layers]
             return torch.stack([self.pool(h, batch) for h in states], dim=1).float()
 
-        return self.map_words(sentences, fn, batch_size, max_tokens, docs)
+        return self.map_words(sentences, fn, batch_size, batch_tokens, docs)
 
 
 @contextlib.contextmanager

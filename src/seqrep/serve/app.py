@@ -36,7 +36,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 
 import seqrep
-from seqrep.config import LabelerConfig
+from seqrep.config import InferenceConfig, LabelerConfig
 from seqrep.data.tags import split_tag
 from seqrep.serve.batcher import Batcher, Closed, QueueFull, WorkerDead
 from seqrep.serve.metrics import Metrics
@@ -55,9 +55,7 @@ DOCS_ASSETS = "/docs-assets"  # the OpenAPI pages' scripts and styles, served fr
 class _State:
     """What one app serves: the labeler (once loaded), its config, batcher and metrics."""
 
-    runtime = "auto"  # torch, onnx or onnx-int8 (see seqrep.export.load_labeler)
-    device = "auto"  # as the commands' --device and --precision
-    precision = "auto"
+    inference = InferenceConfig()  # how run_dir's labeler loads and runs (create_app's)
 
     def __init__(self, source: str, config: LabelerConfig | None,
                  labeler: SequenceLabeler | None, settings: ServeSettings) -> None:
@@ -72,11 +70,10 @@ class _State:
         """Load the model (if not given) and start the batcher; runs in a thread."""
         try:
             if self.labeler is None:
-                from seqrep.export import load_labeler
+                from seqrep.export import load
 
                 t = time.perf_counter()
-                self.labeler = load_labeler(run_dir, self.runtime, device=self.device,
-                                            precision=self.precision)
+                self.labeler = load(run_dir, self.inference)
                 from seqrep.model.device import ran_on_line
 
                 log.info("model %s loaded in %.1f s; %s", self.source, time.perf_counter() - t,
@@ -212,8 +209,9 @@ def _disconnected(request: Request) -> Callable[[], Awaitable[None]]:
 
 # ----------------------------------------------------------------------------- the app
 def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | None = None,
-               settings: ServeSettings | None = None, runtime: str = "auto",
-               device: str = "auto", precision: str = "auto") -> FastAPI:
+               settings: ServeSettings | None = None, inference: InferenceConfig | None = None,
+               runtime: str = "auto", device: str = "auto", precision: str = "auto"
+               ) -> FastAPI:
     """The FastAPI application serving a saved labeler.
 
     Args:
@@ -221,13 +219,16 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
             startup (``/health`` answers 503 until it is ready).
         labeler: an already loaded labeler instead (tests, embedding in a program).
         settings: limits and batching.
+        inference: how ``run_dir``'s labeler loads and runs (``seqrep serve`` builds one from
+            its options); default: one of ``runtime``, ``device`` and ``precision``.
         runtime: torch, onnx, onnx-int8 or auto (see :func:`seqrep.export.load_labeler`).
         device, precision: where ``run_dir``'s model runs (as the commands' options).
     """
     if run_dir is None and labeler is None:
         raise ValueError("give run_dir or labeler")
     state = _serving(run_dir, labeler, settings or ServeSettings())
-    state.runtime, state.device, state.precision = runtime, device, precision
+    state.inference = inference or InferenceConfig(runtime=runtime, device=device,
+                                                   precision=precision)
     # FastAPIOffline: the /docs and /redoc pages load their scripts from this server
     # (fastapi-offline's copies, under /docs-assets), not from a CDN: they work offline
     app = FastAPIOffline(title="seqrep", version=seqrep.__version__,

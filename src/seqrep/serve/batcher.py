@@ -1,7 +1,7 @@
 """Dynamic batching: requests that arrive together run as one forward pass.
 
 Requests are queued as jobs. One worker thread takes the oldest job, then keeps taking jobs
-while the batch stays within ``max_batch_tokens`` padded tokens (the longest model row times
+while the batch stays within ``batch_tokens`` padded tokens (the longest model row times
 the rows, as :func:`seqrep.encode.batch.length_batches` counts) and until ``max_wait_ms``
 after the first job was queued. A batch runs in three steps: plan (each job's texts cut
 into sentences as :func:`seqrep.predict.predict_text` cuts them, and the model rows they
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from seqrep.contexts import labeler_context
-from seqrep.encode.batch import MAX_TOKENS
+from seqrep.encode import BATCH_TOKENS
 from seqrep.labeler_protocol import Labeler
 from seqrep.predict import decode_logits, split_text, text_records
 
@@ -118,7 +118,7 @@ class Batcher:
 
     Args:
         labeler: the loaded labeler (in eval mode).
-        max_batch_tokens: close a batch before it passes this many padded tokens (a single
+        batch_tokens: close a batch before it passes this many padded tokens (a single
             request larger than this runs alone, in as many passes as it needs).
         max_wait_ms: wait at most this long after the first queued job for more to join.
         max_queue: requests waiting at most; :meth:`submit` raises :class:`QueueFull` past it.
@@ -129,12 +129,12 @@ class Batcher:
     so does every later :meth:`submit`: no request waits for a worker that is gone.
     """
 
-    def __init__(self, labeler: Labeler, max_batch_tokens: int = MAX_TOKENS,
+    def __init__(self, labeler: Labeler, batch_tokens: int = BATCH_TOKENS,
                  max_wait_ms: float = 10.0, max_queue: int = 256,
                  metrics: Metrics | None = None) -> None:
         self.labeler = labeler
         self._whole = labeler_context(labeler).documents  # then each text is one document
-        self.max_batch_tokens = max_batch_tokens
+        self.batch_tokens = batch_tokens
         self.max_wait = max_wait_ms / 1000.0
         self.max_queue = max_queue
         self.metrics = metrics
@@ -299,7 +299,7 @@ class Batcher:
             job = self._next(deadline)
             if job is None:
                 break
-            if padded_tokens(rows + job.rows) > self.max_batch_tokens:
+            if padded_tokens(rows + job.rows) > self.batch_tokens:
                 with self._cv:
                     self._forming.remove(job)
                     self._carry = job  # opens the next batch
@@ -327,18 +327,21 @@ class Batcher:
         return [len(it.segment) for it in self.labeler.encoder.items(
             [list(s) for d in job.documents for s in d], docs=docs)]
 
-    def _forward(self, keys: Sequence[tuple[tuple[str, ...], ...]], batch_size: int
+    def _forward(self, keys: Sequence[tuple[tuple[str, ...], ...]], rows: int
                  ) -> tuple[dict[tuple[tuple[str, ...], ...], list[torch.Tensor]], int]:
         """The logits of every distinct key (a text's sentences, or one sentence) in one
         ``word_logits`` call, a key of several sentences read as one document; and the
-        number of sentences computed."""
+        number of sentences computed. The batch size leaves room for all ``rows`` the plan
+        counted, under either count of a batch (rows, or with document context the
+        sentences each row labels, a sentence cut between two rows counted in both), so
+        only the token budget, which the plan kept to, could close a batch."""
         unique = list(dict.fromkeys(keys))
         sentences = [list(s) for k in unique for s in k]
         if not sentences:
             return {}, 0
         docs = labeler_context(self.labeler).docs([j for j, k in enumerate(unique) for _ in k])
-        got = iter(self.labeler.word_logits(sentences, batch_size, self.max_batch_tokens,
-                                            **({} if docs is None else {"docs": docs})))
+        got = iter(self.labeler.word_logits(sentences, rows + len(sentences), self.batch_tokens,
+                                            docs=docs))
         return {k: [next(got) for _ in k] for k in unique}, len(sentences)
 
     def _assemble(self, job: Job, logits: dict[tuple[tuple[str, ...], ...], list[torch.Tensor]]
