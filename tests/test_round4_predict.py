@@ -23,7 +23,9 @@ def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*a: object, **k: object) -> None:
         raise AssertionError("the model was loaded")
 
+    # the commands load through seqrep.export.load; programs through load_labeler
     monkeypatch.setattr(seqrep.export, "load_labeler", fail)
+    monkeypatch.setattr(seqrep.export, "load", fail)
 
 
 def _files(folder: Path) -> dict[str, bytes]:
