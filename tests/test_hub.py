@@ -432,3 +432,30 @@ def test_revision_beside_a_name_with_another_is_refused() -> None:
     with pytest.raises(ConfigError, match="v1"):
         resolve(f"{REPO}@v1", revision="v2")
 
+
+
+# ---------------------------------------------------------------- --revision
+def test_revision_option_names_the_commit_on_every_command(run, cache, tmp_path) -> None:
+    """``--revision`` beside ``org/name`` is ``org/name@rev``: predict, evaluate and export
+    take it and label as the local folder; serve's option reaches the same resolver."""
+    local = _predict(str(run))
+    ran = seqrep("predict", REPO, "-", "--revision", COMMIT, input="\n".join(TEXTS) + "\n")
+    assert ran.returncode == 0 and ran.stdout == local, ran.stderr
+    test = str(run.parent / "test.txt")
+    by_folder = seqrep("evaluate", str(run), "--dataset", test, "--json")
+    by_revision = seqrep("evaluate", REPO, "--revision", COMMIT, "--dataset", test, "--json")
+    assert by_folder.returncode == 0 and by_revision.returncode == 0, by_revision.stderr
+    drop = lambda r: {k: v for k, v in json.loads(r.stdout).items() if "second" not in k}  # noqa: E731
+    assert drop(by_folder) == drop(by_revision)
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate", "serve", "export"])
+def test_revision_on_a_local_folder_or_beside_another_is_one_line(run, cache, tmp_path,
+                                                                   command) -> None:
+    extra = {"predict": [TEXTS[0]], "evaluate": ["--dataset", str(run.parent / "test.txt")],
+             "serve": ["--port", "0"], "export": ["--onnx", str(tmp_path / "onnx")]}[command]
+    one_line_refusal(seqrep(command, str(run), *extra, "--revision", COMMIT), "--revision",
+                     "local path")
+    one_line_refusal(seqrep(command, f"{REPO}@main", *extra, "--revision", COMMIT),
+                     "give one")
+    assert not (tmp_path / "onnx").exists()

@@ -23,6 +23,8 @@ from seqrep.cli.options import (
     inference_config,
     inference_option,
     parse_label_map,
+    revision_option,
+    with_revision,
 )
 from seqrep.config import ReaderConfig
 from seqrep.contexts import labeler_context
@@ -44,6 +46,7 @@ def _params() -> list:
                                                               "or a data file")),
         p("split", str | None, typer.Option(None, "--split", help="train, validation or test "
                                             "(default: test, or the whole of a file)")),
+        p("revision", str | None, revision_option()),
         p("decoding", str | None, inference_option("decoding")),
         p("label_map", list[str] | None, typer.Option(None, "--label-map",
                                                       help="rename dataset labels, OLD=NEW")),
@@ -75,6 +78,7 @@ def evaluate_command(values: dict[str, Any]) -> None:
     from seqrep.export import load
 
     settings = inference_config(values)  # checked once, before the data or the model
+    run = with_revision(values["run"], values["revision"])
     reader = ReaderConfig(**config_values(ReaderConfig, values))
     dataset, split, limit = values["dataset"], values["split"], values["max_sentences"]
     if limit is not None and limit < 1:
@@ -85,7 +89,7 @@ def evaluate_command(values: dict[str, Any]) -> None:
         _check_predictions(values["predictions"], dataset)
     corpus = load_corpus(dataset, split, reader.format, **reader.options())  # before the model
     say_notes(corpus)
-    labeler = load(values["run"], settings)
+    labeler = load(run, settings)
     gold = check_scored_labels([s for s in corpus.sentences if len(s)][:limit],
                                labeler.config.labels, corpus.name or dataset,
                                parse_label_map(values["label_map"]), labeler.config.task)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from seqrep.cli.options import inference_option
+from seqrep.cli.options import inference_option, revision_option
 
 
 def export(
@@ -23,13 +23,14 @@ def export(
         False, "--int8", help="also write model.int8.onnx, run with --runtime onnx-int8 "
         "(check its F1 on your data)"),
     trust_remote_code: bool = inference_option("trust_remote_code"),
+    revision: str | None = revision_option(),
 ) -> None:
     """Export a trained labeler to one ONNX graph that runs without PyTorch.
 
     The graph holds RUN's cut backbone, word pooling and head (dynamic batch, length and word
     count) and `OnnxLabeler` runs it without a torch model; the opset, the exporter, the
     graph's sha256 and the parity check go into ONNX/seqrep-onnx.json."""
-    from seqrep.cli.options import inference_config
+    from seqrep.cli.options import inference_config, with_revision
     from seqrep.errors import ConfigError
     from seqrep.export.folder import read_meta
     from seqrep.export.onnx import export_onnx
@@ -37,6 +38,7 @@ def export(
     # export's one inference option, checked as every command checks its own; the export
     # itself loads on the CPU in fp32 (the graph's numerics), whatever --device would say
     settings = inference_config(locals())
+    run = with_revision(run, revision)
     if opset < 14:
         raise ConfigError(f"--opset {opset}; expected 14 or more (attention needs it)")
     if not tolerance > 0:

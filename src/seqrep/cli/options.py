@@ -224,6 +224,23 @@ def inference_config(values: dict[str, Any]) -> InferenceConfig:
     return InferenceConfig(**config_values(InferenceConfig, values))
 
 
+def revision_option() -> Any:
+    """``--revision``: the branch, tag or commit of a Hub model named as RUN (``org/name``);
+    the same as writing ``org/name@REV``."""
+    return typer.Option(None, "--revision",
+                        help="branch, tag or commit of RUN when it names a Hugging Face Hub model")
+
+
+def with_revision(run: Any, revision: str | None) -> Any:
+    """RUN as the commands load it: itself, or with ``--revision`` its checked snapshot (a
+    local folder with a revision, or two revisions, is one line)."""
+    if revision is None:
+        return run
+    from seqrep.model.hub import resolve
+
+    return resolve(run, revision)
+
+
 def parse_label_map(items: list[str] | None) -> dict[str, str]:
     """``["PERSON=PER", ...]`` -> ``{"PERSON": "PER"}``."""
     from seqrep.errors import ConfigError

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from seqrep.cli.options import inference_option
+from seqrep.cli.options import inference_option, revision_option
 
 if TYPE_CHECKING:
     from seqrep.config import InferenceConfig
@@ -59,6 +59,7 @@ def predict(
     device: str = inference_option("device"),
     precision: str = inference_option("precision"),
     runtime: str = inference_option("runtime"),
+    revision: str | None = revision_option(),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="with --output: replace a file that is no seqrep output, "
         "or a partial one of another input or labeler"),
@@ -72,10 +73,11 @@ def predict(
     #hashtags kept whole). A labeler trained with --context document labels each text as one
     document, and consecutive .jsonl lines with the same "doc_id" as one.
     """
-    from seqrep.cli.options import inference_config
+    from seqrep.cli.options import inference_config, with_revision
     from seqrep.errors import ConfigError
 
     settings = inference_config(locals())  # the options above; checked once, here
+    run = with_revision(run, revision)
     if output_format not in ("jsonl", "conll"):
         raise ConfigError(f"--format {output_format!r}; expected jsonl or conll")
     if output is not None:

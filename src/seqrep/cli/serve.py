@@ -7,7 +7,14 @@ from typing import Any
 
 import typer
 
-from seqrep.cli.options import command, config_values, inference_config, inference_option
+from seqrep.cli.options import (
+    command,
+    config_values,
+    inference_config,
+    inference_option,
+    revision_option,
+    with_revision,
+)
 
 
 def _params() -> list:
@@ -29,6 +36,7 @@ def _params() -> list:
         *config_params(ServeSettings, skip=("retry_after_s",)),
         *(p(name, kind, inference_option(name)) for name, kind in (
             ("threads", int | None), ("runtime", str), ("device", str), ("precision", str))),
+        p("revision", str | None, revision_option()),
         p("log_level", str, typer.Option("info", "--log-level", help="uvicorn log level")),
     ]
 
@@ -56,6 +64,7 @@ def serve_command(values: dict[str, Any]) -> None:
         raise ConfigError(f"seqrep serve needs the serve extra ({err.name} is missing): "
                           f"pip install 'seqrep[serve]'") from None
     inference = inference_config(values)  # runtime, device, precision, threads: checked once
+    run = with_revision(values["run"], values["revision"])  # before the port and the model
     settings = ServeSettings(**config_values(ServeSettings, values))  # checks the limits
     from seqrep.model.device import resolve_device, resolve_precision
 
@@ -73,7 +82,7 @@ def serve_command(values: dict[str, Any]) -> None:
                         level=getattr(logging, log_level.upper(), logging.INFO))
     sock = bind_socket(values["host"], values["port"])  # before the model loads: a busy port
     try:
-        app = create_app(values["run"], settings=settings,
+        app = create_app(run, settings=settings,
                          inference=inference)  # a non-labeler fails here
     except BaseException:
         sock.close()
