@@ -69,7 +69,9 @@ def test_sentences_and_mappings_and_iob1_tags(tiny, tmp_path, monkeypatch):
                                      output=tmp_path / "run", quiet=True, **SETTINGS)
     assert {"B-PER", "B-LOC"} <= set(labeler.config.labels)
     assert metrics["status"] == "finished" and not metrics.get("test")
-    dataset = json.loads((tmp_path / "run" / "run.json").read_text())["train"]["dataset"]
+    record = json.loads((tmp_path / "run" / "run.json").read_text())["train"]
+    assert record["test_split"] is None  # no test was given, and the record says so
+    dataset = record["dataset"]
     first = load_corpus(dataset).sentences[0]
     assert first.tags == ("B-PER", "O", "B-LOC")
 

@@ -70,18 +70,24 @@ def test_an_output_that_is_holds_or_is_inside_the_teacher_or_cache_is_refused(
     shutil.copytree(world["teacher"], outer)
     shutil.copytree(world["teacher"], outer / "inner")
     cache = tmp_path / "cache"
-    cases = [(teacher, teacher, "--overwrite"),
-             (teacher, teacher / "best" / "student", "--overwrite"),
-             (outer / "inner", outer, "--overwrite"),
-             (teacher, tmp_path / "s1", "--teacher-labels", str(teacher)),
-             (teacher, tmp_path / "s2", "--teacher-labels", str(teacher / "best")),
-             (teacher, tmp_path / "s3", "--teacher-labels", str(tmp_path / "s3")),
-             (teacher, cache / "student", "--teacher-labels", str(cache)),
-             (teacher, tmp_path / "s4", "--teacher-labels", str(tmp_path / "s4" / "best"))]
+    # each case names the pair that overlaps: the output and the teacher, the cache and the
+    # teacher, or the cache and the output
+    student, labels, apart = ("give the student a folder apart from its teacher",
+                              "keep the teacher's labels apart from its run",
+                              "give a folder apart from the student's")
+    cases = [(student, teacher, teacher, "--overwrite"),
+             (student, teacher, teacher / "best" / "student", "--overwrite"),
+             (student, outer / "inner", outer, "--overwrite"),
+             (labels, teacher, tmp_path / "s1", "--teacher-labels", str(teacher)),
+             (labels, teacher, tmp_path / "s2", "--teacher-labels", str(teacher / "best")),
+             (apart, teacher, tmp_path / "s3", "--teacher-labels", str(tmp_path / "s3")),
+             (apart, teacher, cache / "student", "--teacher-labels", str(cache)),
+             (apart, teacher, tmp_path / "s4", "--teacher-labels", str(tmp_path / "s4" / "best"))]
     before = {p: snapshot(p) for p in (teacher, outer)}
-    for t, out, *extra in cases:
+    for why, t, out, *extra in cases:
         code, _, err = cli(capsys, *args(world, t, out, *extra))
         assert refused(code, err) and len(err.strip().splitlines()) == 1, (t, out, extra, err)
+        assert why in err, (t, out, extra, err)
         assert {p: snapshot(p) for p in (teacher, outer)} == before, (t, out, extra)
     for name in ("s1", "s2", "s3", "s4", "cache"):
         assert not (tmp_path / name).exists(), name
