@@ -11,21 +11,18 @@ larger sweep.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import pickle
 import random
 import shutil
-import signal
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from support import write_corpus
-
-from seqrep.cli.app import main
+from tampering import cli, edit_json, replace
+from tampering import truncate as cut
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 TEXT = "Obama visited Paris ."
@@ -54,29 +51,6 @@ def runs(tiny, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             "data": write_corpus(root / "test.txt", 4)}
 
 
-def cli(*args: str, seconds: int = 60) -> tuple[int | str, str, str]:
-    """``seqrep ARGS`` in this process: (exit code or 'traceback: ...', stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-
-    def hang(*_: object) -> None:
-        raise TimeoutError(f"no answer within {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, hang)
-    signal.alarm(seconds)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            main(list(args))
-        code: int | str = 0
-    except SystemExit as ex:
-        code = ex.code if isinstance(ex.code, int) else 1
-    except BaseException as ex:  # noqa: BLE001 - a traceback is what the test reports
-        code = f"traceback: {type(ex).__name__}: {str(ex)[:200]}"
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-    return code, out.getvalue(), err.getvalue()
-
-
 def check_outcome(case: str, code: int | str, out: str, err: str, marker: Path) -> None:
     assert not marker.exists(), f"{case}: code from the folder ran"
     assert code in (0, 2), f"{case}: {code}\n{err[-2000:]}"
@@ -95,37 +69,15 @@ Mutation = Callable[[Path, Path], None]  # (labeler folder, marker file)
 
 
 def edit(rel: str, change: Callable[[dict], object]) -> Mutation:
-    def do(folder: Path, marker: Path) -> None:
-        path = folder / rel
-        data = json.loads(path.read_text())
-        new = change(data)
-        path.write_text(json.dumps(data if new is None else new))
-    return do
+    return lambda folder, marker: edit_json(folder / rel, change)
 
 
 def put(rel: str, content: bytes | str) -> Mutation:
-    def do(folder: Path, marker: Path) -> None:
-        path = folder / rel
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-        if content == "<dir>":
-            path.mkdir()
-        elif isinstance(content, str) and content.startswith("<link>"):
-            path.symlink_to(content[6:])
-        elif isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content)
-    return do
+    return lambda folder, marker: replace(folder / rel, content)
 
 
 def truncate(rel: str, keep: int) -> Mutation:
-    def do(folder: Path, marker: Path) -> None:
-        path = folder / rel
-        path.write_bytes(path.read_bytes()[:keep])
-    return do
+    return lambda folder, marker: cut(folder / rel, keep)
 
 
 def labeler(**values: object) -> Mutation:

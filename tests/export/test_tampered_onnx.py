@@ -17,7 +17,6 @@ import json
 import os
 import random
 import shutil
-import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +28,8 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxscript")
 
 from inprocess import Ran, seqrep  # noqa: E402
+from tampering import deadline, edit_json, replace  # noqa: E402
+from tampering import truncate as cut  # noqa: E402
 
 from seqrep.export import META_FILE  # noqa: E402
 
@@ -61,16 +62,8 @@ def export(tiny, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def run_cli(*args: str, seconds: int = 60) -> Ran:
     """``seqrep ARGS`` in this process, with a deadline (a FIFO or a device read forever)."""
-    def hang(*_: object) -> None:
-        raise TimeoutError(f"no answer within {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, hang)
-    signal.alarm(seconds)
-    try:
+    with deadline(seconds):
         return seqrep(*args)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 # ------------------------------------------------------------------ mutations
@@ -78,43 +71,17 @@ Mutation = Callable[[Path, Path], None]  # (export folder, marker file)
 
 
 def edit(rel: str, change: Callable[[dict], object]) -> Mutation:
-    def do(folder: Path, marker: Path) -> None:
-        path = folder / rel
-        data = json.loads(path.read_text(encoding="utf-8"))
-        new = change(data)
-        path.write_text(json.dumps(data if new is None else new), encoding="utf-8")
-    return do
+    return lambda folder, marker: edit_json(folder / rel, change)
 
 
 def put(rel: str, content: bytes | str) -> Mutation:
     """Replace ``rel`` by ``content``: bytes, text, ``<dir>``, ``<fifo>``, ``<gone>`` or
     ``<link>TARGET``."""
-    def do(folder: Path, marker: Path) -> None:
-        path = folder / rel
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-        if content == "<dir>":
-            path.mkdir()
-        elif content == "<fifo>":
-            os.mkfifo(path)
-        elif content == "<gone>":
-            pass
-        elif isinstance(content, str) and content.startswith("<link>"):
-            path.symlink_to(content[6:])
-        elif isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-    return do
+    return lambda folder, marker: replace(folder / rel, content)
 
 
 def truncate(rel: str, keep: int) -> Mutation:
-    def do(folder: Path, marker: Path) -> None:
-        path = folder / rel
-        path.write_bytes(path.read_bytes()[:keep])
-    return do
+    return lambda folder, marker: cut(folder / rel, keep)
 
 
 def meta(**values: object) -> Mutation:

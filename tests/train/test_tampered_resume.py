@@ -14,22 +14,19 @@ absurd values in the JSON records and of swapped, reshaped or missing tensors.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import random
 import resource
 import shutil
-import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import tampering
 import torch
 from safetensors.torch import load_file, save_file
 from support import write_corpus
-
-from seqrep.cli.app import main
 
 SWEEP_CASES = int(os.environ.get("SEQREP_TAMPER_CASES") or 24)
 DEEP = "[" * 100_000 + "]" * 100_000
@@ -69,28 +66,13 @@ def memory_cap(extra: int = 2 << 30) -> Iterator[None]:
 
 
 def cli(*args: str, seconds: int = 60) -> tuple[int | str, str, str]:
-    """``seqrep ARGS`` in this process: (exit code or 'traceback: ...', stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-
-    def hang(*_: object) -> None:
-        raise TimeoutError(f"no answer within {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, hang)
-    signal.alarm(seconds)
+    """``seqrep ARGS`` in this process, under a memory cap, with torch's threads restored
+    (a resumed run sets its own)."""
     threads = torch.get_num_threads()
     try:
-        with memory_cap(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            main(list(args))
-        code: int | str = 0
-    except SystemExit as ex:
-        code = ex.code if isinstance(ex.code, int) else 1
-    except BaseException as ex:  # noqa: BLE001 - a traceback is what the test reports
-        code = f"traceback: {type(ex).__name__}: {str(ex)[:200]}"
+        return tampering.cli(*args, seconds=seconds, around=memory_cap)
     finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
         torch.set_num_threads(threads)
-    return code, out.getvalue(), err.getvalue()
 
 
 def snapshot(folder: Path) -> dict[str, bytes | str]:
@@ -132,27 +114,11 @@ Mutation = Callable[[Path], None]  # the copied run folder
 
 
 def edit(rel: str, change: Callable[[dict], object]) -> Mutation:
-    def do(folder: Path) -> None:
-        path = folder / rel
-        data = json.loads(path.read_text())
-        new = change(data)
-        path.write_text(json.dumps(data if new is None else new))
-    return do
+    return lambda folder: tampering.edit_json(folder / rel, change)
 
 
 def put(rel: str, content: bytes | str) -> Mutation:
-    def do(folder: Path) -> None:
-        path = folder / rel
-        path.unlink()
-        if content == "<fifo>":
-            os.mkfifo(path)
-        elif isinstance(content, str) and content.startswith("<link>"):
-            path.symlink_to(content[6:])
-        elif isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content)
-    return do
+    return lambda folder: tampering.replace(folder / rel, content)
 
 
 def state(**values: object) -> Mutation:
