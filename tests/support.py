@@ -299,3 +299,21 @@ async def _wait_ready(client: Any, timeout: float = 60) -> None:
         if time.monotonic() > end:
             raise TimeoutError("the server never became ready")
         await asyncio.sleep(0.02)
+
+
+TEACHER_LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+def hand_made_teacher(model: str, folder: Path) -> Path:
+    """A finished teacher run made by hand at ``folder``: a random labeler of ``model`` in
+    ``best/`` (r=1, cut at 2) and a ``run.json`` naming it (the distillation tests read its
+    files, not the quality of its labels)."""
+    import json
+
+    from seqrep.model.labeler import SequenceLabeler
+
+    SequenceLabeler.from_model(model, labels=TEACHER_LABELS, repetitions=1, finetune="full",
+                               exit_layer=2).save_pretrained(folder / "best")
+    (folder / "run.json").write_text(json.dumps({
+        "labeler": {"model": model, "labels": TEACHER_LABELS}, "train": {"dataset": "toy"}}))
+    return folder

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from support import cli, write_corpus
+from support import cli, hand_made_teacher, write_corpus
 
 from seqrep.errors import SeqrepError
 from seqrep.train.teacher_cache import label_cache
@@ -27,14 +27,10 @@ LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 def world(tiny, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A finished teacher run made by hand (a random labeler in ``best/``: its labels are not
     what these tests read), a small corpus and a student model."""
-    from seqrep.model.labeler import SequenceLabeler
 
     root = tmp_path_factory.mktemp("distill-safety")
     teacher = root / "teacher"
-    SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=1, finetune="full",
-                               exit_layer=2).save_pretrained(teacher / "best")
-    (teacher / "run.json").write_text(json.dumps({
-        "labeler": {"model": tiny("llama"), "labels": LABELS}, "train": {"dataset": "toy"}}))
+    hand_made_teacher(tiny("llama"), teacher)
     return {"root": root, "teacher": teacher, "student": Path(tiny("qwen2")),
             "train": write_corpus(root / "train.txt", 6, seed=2),
             "dev": write_corpus(root / "dev.txt", 2, seed=3)}

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support import cli, write_corpus
+from support import cli, hand_made_teacher, write_corpus
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 CASES = int(os.environ.get("SEQREP_TAMPER_CASES") or 12)
@@ -28,15 +28,11 @@ CASES = int(os.environ.get("SEQREP_TAMPER_CASES") or 12)
 @pytest.fixture(scope="module")
 def world(tiny, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from seqrep.config import LabelerConfig, TrainConfig
-    from seqrep.model.labeler import SequenceLabeler
     from seqrep.train.distill import distill
 
     root = tmp_path_factory.mktemp("tampered-distill")
     teacher = root / "teacher"
-    SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=1, finetune="full",
-                               exit_layer=2).save_pretrained(teacher / "best")
-    (teacher / "run.json").write_text(json.dumps({
-        "labeler": {"model": tiny("llama"), "labels": LABELS}, "train": {"dataset": "toy"}}))
+    hand_made_teacher(tiny("llama"), teacher)
     data = write_corpus(root / "train.txt", 6, seed=2), write_corpus(root / "dev.txt", 2, seed=3)
     paused = root / "paused"
     distill(teacher, LabelerConfig(model=tiny("qwen2"), repetitions=0, exit_layer=2),

@@ -6,13 +6,12 @@ the precision and device the teacher labeled at, resolved (``auto`` is what it r
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
-from support import write_corpus
+from support import hand_made_teacher, write_corpus
 
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.model.labeler import SequenceLabeler
@@ -26,10 +25,7 @@ LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 def world(tiny, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("teacher-key")
     teacher = root / "teacher"
-    SequenceLabeler.from_model(tiny("llama"), labels=LABELS, repetitions=1, finetune="full",
-                               exit_layer=2).save_pretrained(teacher / "best")
-    (teacher / "run.json").write_text(json.dumps({
-        "labeler": {"model": tiny("llama"), "labels": LABELS}, "train": {"dataset": "toy"}}))
+    hand_made_teacher(tiny("llama"), teacher)
     return {"root": root, "teacher": teacher, "student": Path(tiny("qwen2")),
             "train": write_corpus(root / "train.txt", 6, seed=2),
             "dev": write_corpus(root / "dev.txt", 2, seed=3)}
