@@ -299,3 +299,15 @@ class Budget:
 def write_json(path: str | Path, record: dict[str, Any]) -> None:
     """A JSON record, written atomically."""
     write_text(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+
+
+def predict_parser(sub: Any, batch_size: int) -> Any:
+    """The ``predict`` sub-command every peer script has: a trained model labels a JSONL
+    split into conlleval's columns (``--timing`` records the labeling seconds)."""
+    r = sub.add_parser("predict")
+    for name in ("--model", "--input", "--output"):
+        r.add_argument(name, type=Path, required=True)
+    r.add_argument("--timing", type=Path, default=None)
+    r.add_argument("--threads", type=int, default=2)
+    r.add_argument("--batch-size", type=int, default=batch_size)
+    return r

@@ -179,13 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--eval-frequency", type=int, default=None,
                    help="steps between dev evaluations (default: the config's, 200)")
-    r = sub.add_parser("predict")
-    r.add_argument("--model", type=Path, required=True)
-    r.add_argument("--input", type=Path, required=True)
-    r.add_argument("--output", type=Path, required=True)
-    r.add_argument("--timing", type=Path, default=None)
-    r.add_argument("--threads", type=int, default=2)
-    r.add_argument("--batch-size", type=int, default=64)
+    common.predict_parser(sub, batch_size=64)
     args = p.parse_args(argv)
     if args.command == "train":
         if args.variant == "trf":
