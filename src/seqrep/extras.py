@@ -13,7 +13,7 @@ from seqrep.errors import ConfigError
 # extra -> the modules it installs that seqrep imports
 EXTRAS: dict[str, tuple[str, ...]] = {
     "lab": ("matplotlib", "scipy", "yaml"),
-    "serve": ("fastapi", "uvicorn", "prometheus_client"),
+    "serve": ("fastapi", "uvicorn", "prometheus_client", "fastapi_offline"),
     "spacy": ("spacy",),
     "onnx": ("onnxruntime", "onnx", "onnxscript"),
     "qlora": ("bitsandbytes",),
@@ -22,15 +22,16 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 }
 
 
-def missing(extra: str) -> list[str]:
-    """The modules of ``extra`` that cannot be found in this environment."""
-    return [name for name in EXTRAS[extra] if importlib.util.find_spec(name) is None]
+def missing(extra: str, modules: tuple[str, ...] = ()) -> list[str]:
+    """The modules of ``extra`` (or just ``modules`` of it) that cannot be found here."""
+    return [name for name in modules or EXTRAS[extra] if importlib.util.find_spec(name) is None]
 
 
-def require(extra: str, what: str) -> None:
-    """Raise one :class:`ConfigError` line when ``extra`` is not installed: ``what`` (a command
-    or option) needs it, and ``pip install 'seqrep[EXTRA]'`` installs it."""
-    absent = missing(extra)
+def require(extra: str, what: str, modules: tuple[str, ...] = ()) -> None:
+    """Raise one :class:`ConfigError` line when ``extra`` (or the ``modules`` of it that
+    ``what`` uses) is not installed: ``what`` (a command or option) needs it, and
+    ``pip install 'seqrep[EXTRA]'`` installs it."""
+    absent = missing(extra, modules)
     if absent:
         raise ConfigError(f"{what} needs the {extra!r} extra ({', '.join(absent)} not "
                           f"installed): pip install 'seqrep[{extra}]'")

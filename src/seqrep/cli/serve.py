@@ -53,16 +53,12 @@ def serve_command(values: dict[str, Any]) -> None:
 
     The port is checked before anything loads (a busy port is one line, exit 2).
     """
-    from seqrep.errors import ConfigError
+    from seqrep.extras import require
 
-    try:
-        import uvicorn  # noqa: F401
+    require("serve", "seqrep serve")
+    from seqrep.serve.app import ServeSettings, create_app
+    from seqrep.serve.server import bind_socket, make_server
 
-        from seqrep.serve.app import ServeSettings, create_app
-        from seqrep.serve.server import bind_socket, make_server
-    except ImportError as err:
-        raise ConfigError(f"seqrep serve needs the serve extra ({err.name} is missing): "
-                          f"pip install 'seqrep[serve]'") from None
     inference = inference_config(values)  # runtime, device, precision, threads: checked once
     run = with_revision(values["run"], values["revision"])  # before the port and the model
     settings = ServeSettings(**config_values(ServeSettings, values))  # checks the limits

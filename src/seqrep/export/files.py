@@ -19,15 +19,11 @@ OUTPUTS = ("logits", "states")
 
 
 def require_onnx(*modules: str) -> None:
-    """Raise a one-line ConfigError naming the extra when an ONNX package is missing."""
-    import importlib.util
+    """Raise a one-line ConfigError naming the onnx extra when one of ``modules`` is missing
+    (:func:`seqrep.extras.require`)."""
+    from seqrep.extras import require
 
-    from seqrep.errors import ConfigError
-
-    for name in modules:
-        if importlib.util.find_spec(name) is None:
-            raise ConfigError(f"ONNX export and inference need the onnx extra ({name} is "
-                              f"missing): pip install 'seqrep[onnx]'")
+    require("onnx", "ONNX export and inference", modules)
 
 
 def sha256(path: Path) -> str:
