@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seqrep.data.quote import cut
 from seqrep.data.types import Corpus, Sentence
 from seqrep.errors import ConfigError, DataError
 from seqrep.fileio import write_text
@@ -63,8 +64,7 @@ def _record(item: Any, where: str) -> dict[str, Any]:
 
 
 def _brief(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return cut(repr(value))  # a value of any type, quoted for a one-line message
 
 
 def corpus_file(data: Corpus | Sequence[Any], split: str,

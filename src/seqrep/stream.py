@@ -139,7 +139,7 @@ def check_paths(source: Path | None, output: Path, overwrite: bool = False,
     if not os.access(parent, os.W_OK):
         raise ConfigError(f"{option} {output}: the folder {parent} is not writable")
     if output.exists():
-        if source is not None and os.path.samefile(source, output):
+        if source is not None and _same_file(source, output):
             raise ConfigError(f"{option} {output} is the input file; expected another path")
         try:
             known = replaceable(output)
