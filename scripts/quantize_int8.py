@@ -98,7 +98,7 @@ def main() -> None:
 
     from seqrep.data import load_corpus
     from seqrep.evaluate import check_labels, evaluate_logits
-    from seqrep.export import META_FILE
+    from seqrep.export.files import META_FILE
     from seqrep.export.onnx import export_onnx
     from seqrep.export.quantize import linear_matmuls, sensitive
     from seqrep.export.runtime import OnnxLabeler

@@ -219,7 +219,7 @@ def test_probe_records_the_layers_middle_unmasked(tiny, tmp_path: Path) -> None:
 def test_bench_cut_equals_full_forward_state(tiny) -> None:
     from support import WORDS
 
-    from seqrep.lab.bench import _measure
+    from seqrep.lab.bench_rows import _measure
 
     model = tiny("llama", 6)
     cut = _measure(model, 1, 3, WORDS, 2, None, 2, "cut", None)
@@ -239,7 +239,7 @@ def test_bench_cut_equals_full_forward_state(tiny) -> None:
 
 
 def test_bench_ceiling_runs_the_models_own_linear_shapes(tiny) -> None:
-    from seqrep.lab.bench import linear_shapes, matmul_ceiling
+    from seqrep.lab.bench_rows import linear_shapes, matmul_ceiling
     from seqrep.model.labeler import SequenceLabeler
 
     model = tiny("llama", 2)
@@ -338,7 +338,8 @@ def test_bench_precisions_side_by_side(tiny) -> None:
     ceiling measured in its own dtype."""
     from support import WORDS
 
-    from seqrep.lab.bench import _measure, matmul_ceiling, precision_speedups
+    from seqrep.lab.bench import precision_speedups
+    from seqrep.lab.bench_rows import _measure, matmul_ceiling
 
     model = tiny("llama", 4)
     fp32 = _measure(model, 1, 3, WORDS, 2, None, 2, "cut", None, 1, "fp32")
@@ -358,14 +359,10 @@ def test_bench_runs_onnx_runtime_beside_pytorch(tiny, tmp_path) -> None:
     from support import WORDS
 
     from seqrep.errors import ConfigError
-    from seqrep.export.runtime import read_meta
-    from seqrep.lab.bench import (
-        BenchConfig,
-        _export,
-        _measure,
-        bench_markdown,
-        precision_speedups,
-    )
+    from seqrep.export.folder import read_meta
+    from seqrep.lab.bench import BenchConfig, precision_speedups
+    from seqrep.lab.bench_rows import _export, _measure
+    from seqrep.lab.tables import bench_markdown
 
     model = tiny("llama", 4)
     folder = str(tmp_path / "export")

@@ -140,7 +140,7 @@ def test_export_replaces_only_a_previous_export(labeler_dir: Path, tmp_path: Pat
 
 
 def test_a_previous_export_or_an_empty_folder_may_be_replaced(tmp_path: Path) -> None:
-    from seqrep.export import META_FILE
+    from seqrep.export.files import META_FILE
     from seqrep.export.onnx import check_export_target
 
     old = tmp_path / "old"
@@ -287,7 +287,7 @@ def test_a_resume_file_linked_to_dev_zero_is_one_line(tmp_path: Path, name: str)
     from seqrep.config import LabelerConfig, TrainConfig
     from seqrep.errors import SeqrepError
     from seqrep.train.checkpoint import load_checkpoint
-    from seqrep.train.run import resumed_config
+    from seqrep.train.folder import resumed_config
 
     run = tmp_path / "run"
     (run / "checkpoint").mkdir(parents=True)

@@ -32,13 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from seqrep.contexts import labeler_context
 from seqrep.errors import ConfigError, DataError
-from seqrep.inputs import (  # noqa: F401 - read_items and read_lines: imported from here too
-    chunks,
-    document_start,
-    read_items,
-    read_lines,
-    read_records,
-)
+from seqrep.inputs import chunks, document_start, read_records
 
 if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler

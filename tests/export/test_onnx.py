@@ -23,8 +23,9 @@ pytest.importorskip("onnxscript")
 
 from seqrep.encode.pipeline import Encoder  # noqa: E402
 from seqrep.errors import ConfigError, ModelError  # noqa: E402
-from seqrep.export import META_FILE  # noqa: E402
-from seqrep.export.onnx import DEFAULT_OPSET, export_onnx, long_sentence, sha256  # noqa: E402
+from seqrep.export.check import long_sentence  # noqa: E402
+from seqrep.export.files import META_FILE, sha256  # noqa: E402
+from seqrep.export.onnx import DEFAULT_OPSET, export_onnx  # noqa: E402
 from seqrep.export.runtime import OnnxLabeler  # noqa: E402
 from seqrep.model.labeler import SequenceLabeler  # noqa: E402
 from seqrep.predict import predict_tags, predict_text  # noqa: E402

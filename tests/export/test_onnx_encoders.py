@@ -26,8 +26,8 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxscript")
 
 from seqrep.encode.pipeline import Encoder  # noqa: E402
-from seqrep.export import META_FILE  # noqa: E402
 from seqrep.export.check import long_sentence  # noqa: E402
+from seqrep.export.files import META_FILE  # noqa: E402
 from seqrep.export.onnx import export_onnx  # noqa: E402
 from seqrep.export.runtime import OnnxLabeler  # noqa: E402
 from seqrep.model.labeler import SequenceLabeler  # noqa: E402

@@ -31,7 +31,7 @@ from inprocess import Ran, seqrep  # noqa: E402
 from tampering import deadline, edit_json, replace  # noqa: E402
 from tampering import truncate as cut  # noqa: E402
 
-from seqrep.export import META_FILE  # noqa: E402
+from seqrep.export.files import META_FILE  # noqa: E402
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 TEXT = "Obama visited Paris ."

@@ -14,13 +14,13 @@ from support import WORDS, StandInPool
 from seqrep.errors import ConfigError
 from seqrep.lab.bench import (
     BenchConfig,
-    _measure,
     bench_jobs,
     context_ratios,
     precision_speedups,
     speedups,
     unmask_ratios,
 )
+from seqrep.lab.bench_rows import _measure
 from seqrep.lab.tables import bench_markdown
 
 

@@ -60,7 +60,7 @@ def test_auto_takes_the_gpu_unless_an_onnx_row_is_asked(monkeypatch) -> None:
 
 def test_rows_and_the_ceiling_run_on_the_device_named(tiny) -> None:
     """On the CPU here: a row measured with device cpu is a row, the ceiling a rate."""
-    from seqrep.lab.bench import _measure, matmul_ceiling
+    from seqrep.lab.bench_rows import _measure, matmul_ceiling
 
     model = tiny("llama", 4)
     row = _measure(model, 1, 3, WORDS, 4, None, 1, "cut", None, device="cpu")

@@ -14,11 +14,11 @@ from seqrep.cli.app import main
 from seqrep.data import load_corpus
 from seqrep.data.splits import load_data
 from seqrep.encode.document import chunk_spans
-from seqrep.evaluate import evaluate
+from seqrep.evaluate import evaluate, shard_indices
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.tasks import SPANS
 from seqrep.train import train
-from seqrep.train.loop import Trainer, shard_indices
+from seqrep.train.loop import Trainer
 
 NOTICE = "notice: context=document"
 
@@ -160,7 +160,7 @@ def test_a_resumed_run_batches_as_it_was_saved(tmp_path: Path, saved_rows: bool 
     keeps counting rows (its run.json has no batch_rows), so the resumed run trains the
     batches the interrupted one planned; a run that saved the field keeps its value."""
     from seqrep.config import LabelerConfig, TrainConfig
-    from seqrep.train.run import resumed_config
+    from seqrep.train.folder import resumed_config
 
     run = tmp_path / "run"
     run.mkdir()

@@ -40,7 +40,7 @@ def test_the_sweep_takes_whole_documents_with_subset_unit_document(tiny, tmp_pat
     """Sentence context with ``--subset-unit document``: the run's sweep (train.run's
     auto_exit_layer) takes whole documents too, as the run's own subsets do; with the
     sentence unit it takes exactly the count asked for."""
-    from seqrep.train.run import auto_exit_layer
+    from seqrep.train.plan import auto_exit_layer
 
     train = with_documents(write_corpus(tmp_path / "train.txt", 40), 6)  # 6 x 6, then 4
     val = with_documents(write_corpus(tmp_path / "val.txt", 8, seed=1), 4)

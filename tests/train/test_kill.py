@@ -187,7 +187,7 @@ def test_kill_between_the_renames_of_a_checkpoint_keeps_it(setup: dict) -> None:
     """Killed after the step-3 checkpoint/ was moved aside and before the new one arrived:
     resume puts the moved folder back and continues from step 3 (not from 0), and the
     results match an uninterrupted run."""
-    from seqrep.train.run import replace_output
+    from seqrep.train.folder import replace_output
 
     root, args = setup["root"], setup["args"]
     out = root / "rename"

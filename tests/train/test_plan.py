@@ -134,7 +134,7 @@ def test_work_seconds_reads_only_good_log_lines(tmp_path: Path) -> None:
     line) costs its bad lines, not the finished distillation; a log that is no regular file
     counts nothing."""
     from seqrep.train.distill import _work_seconds
-    from seqrep.train.run import MAX_LOG_LINE
+    from seqrep.train.folder import MAX_LOG_LINE
 
     out = tmp_path / "run"
     out.mkdir()

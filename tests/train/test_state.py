@@ -161,7 +161,7 @@ def test_a_state_or_run_file_past_its_bound_is_refused_unparsed(tmp_path: Path) 
     from seqrep.config import LabelerConfig, TrainConfig
     from seqrep.errors import SeqrepError
     from seqrep.fileio import write_json
-    from seqrep.train.run import read_run_json
+    from seqrep.train.folder import read_run_json
 
     model, opt = _stepped()
     (tmp_path / "checkpoint").mkdir()

@@ -27,18 +27,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# the export format's names (and the helpers both the exporter and the runtime use) live in
-# seqrep.export.files, which imports no other part of the export: re-exported here
-from seqrep.export.files import (  # noqa: F401
-    FORMAT_VERSION,
-    INPUTS,
-    META_FILE,
-    MODEL_FILE,
-    OUTPUTS,
-    require_onnx,
-    sha256,
-)
-
 if TYPE_CHECKING:
     from seqrep.config import InferenceConfig
 

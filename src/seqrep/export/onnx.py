@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import seqrep
 from seqrep.errors import ConfigError, ModelError, first_line
-from seqrep.export.check import check_export, long_sentence  # noqa: F401 - long_sentence: here too
+from seqrep.export.check import check_export
 from seqrep.export.files import (
     FORMAT_VERSION,
     INPUTS,

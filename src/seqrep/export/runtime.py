@@ -23,7 +23,7 @@ from seqrep.encode.batch import Batch
 from seqrep.encode.pipeline import Encoder, EncodesSentences, per_sentence
 from seqrep.errors import ConfigError, ModelError, first_line
 from seqrep.export.files import META_FILE, require_onnx, sha256
-from seqrep.export.folder import (  # noqa: F401 - read_meta: imported from here too
+from seqrep.export.folder import (
     backbone_info,
     check_graph,
     graph_file,

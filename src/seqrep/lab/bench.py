@@ -26,20 +26,16 @@ from typing import Any
 
 from seqrep.config import InferenceConfig, LabelerConfig
 from seqrep.contexts import CONTEXTS, SENTENCE, context_of
-from seqrep.lab.bench_rows import (  # noqa: F401 - the rows' jobs, importable from here as before
+from seqrep.lab.bench_rows import (
     PRECISIONS,
     TORCH_PRECISIONS,
-    _authors_way,
     _ceiling_precision,
     _export,
     _measure,
     _onnx,
-    linear_shapes,
     matmul_ceiling,
-    matmul_gflops,
 )
 from seqrep.lab.cells import unmask_of
-from seqrep.lab.tables import bench_markdown  # noqa: F401 - its home before
 from seqrep.model.labeler_config import UNMASK_NAMES as UNMASKS
 
 # No module imported here imports torch: the CLI builds `seqrep bench`'s options from

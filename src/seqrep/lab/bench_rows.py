@@ -174,9 +174,9 @@ def _export(model: str, repetitions: int, exit_layer: int | None, folder: str,
     run in its own process, so the export's memory is in no row's peak."""
     import torch
 
-    from seqrep.export import META_FILE
+    from seqrep.export.files import META_FILE
+    from seqrep.export.folder import read_meta
     from seqrep.export.onnx import export_labeler
-    from seqrep.export.runtime import read_meta
     from seqrep.model.labeler import SequenceLabeler
 
     if threads:

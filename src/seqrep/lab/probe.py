@@ -26,8 +26,8 @@ from seqrep.fileio import write_json
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.model.tuning import FROZEN
 from seqrep.tasks import AUTO, SPANS
+from seqrep.train.plan import seeded
 from seqrep.train.probes import features, fit_heads, head_logits, per_sentence
-from seqrep.train.run import seeded
 
 
 def run_probe(labeler_config: LabelerConfig, train_config: TrainConfig, layers: list[int],

@@ -40,7 +40,6 @@ from seqrep.evaluate import (
     chunked_logits,
     progress_bar,
     scores_by_decoding,
-    shard_indices,  # noqa: F401 - re-exported from its old home
 )
 from seqrep.fileio import append_jsonl, write_json
 from seqrep.model.device import Placement, ran_on_line
@@ -48,11 +47,7 @@ from seqrep.model.labeler import SequenceLabeler
 from seqrep.tasks import task_of
 from seqrep.train.checkpoint import load_checkpoint, rng_states, save_checkpoint
 from seqrep.train.folder import replace_output, trim_log
-from seqrep.train.objective import (  # noqa: F401 - soft_cross_entropy: by its old home
-    BatchLoss,
-    GoldLabels,
-    soft_cross_entropy,
-)
+from seqrep.train.objective import BatchLoss, GoldLabels
 from seqrep.train.state import TrainState, build_optimizer, lr_factor, set_lr
 
 if TYPE_CHECKING:

@@ -19,24 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.config import LabelerConfig, TrainConfig
-from seqrep.train.folder import (  # noqa: F401 - the run folder's functions, by their old home
-    MAX_LOG_LINE,
-    MAX_RUN_JSON,
-    check_output,
-    finished_metrics,
-    read_run_json,
-    replace_output,
-    resumed_config,
-    trim_log,
-)
+from seqrep.train.folder import finished_metrics
 from seqrep.train.loop import Trainer
 from seqrep.train.objective import Objective
-from seqrep.train.plan import (  # noqa: F401 - auto_exit_layer: by its old home
-    RunPlan,
-    auto_exit_layer,
-    plan_run,
-    seeded,
-)
+from seqrep.train.plan import RunPlan, plan_run, seeded
 
 
 def train(labeler_config: LabelerConfig, train_config: TrainConfig, output: str | Path,
