@@ -18,11 +18,11 @@ import pickle
 from pathlib import Path
 
 import pytest
+from hubcache import COMMIT, lay_out_cache
 from inprocess import seqrep
 from support import train_configs, write_corpus
 
 REPO = "acme/tiny-ner"
-COMMIT = "0123456789abcdef0123456789abcdef01234567"
 TEXTS = ["Obama visited Paris .", "Angela Merkel met the people of Berlin ."]
 TOKEN = "hf_test_token_not_real"
 
@@ -87,24 +87,6 @@ def _committed(calls: list[tuple[str, dict]]) -> dict[str, bytes]:
     return commits[0]["files"]
 
 
-def lay_out_cache(cache: Path, repo_id: str, files: dict[str, bytes], commit: str = COMMIT,
-                  ref: str = "main") -> Path:
-    """``files`` as snapshot_download leaves them: content in ``blobs/``, the snapshot's
-    entries relative links to them, the branch's commit in ``refs/``. Returns the snapshot."""
-    repo = cache / ("models--" + repo_id.replace("/", "--"))
-    snapshot = repo / "snapshots" / commit
-    for rel, data in files.items():
-        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
-        blob.parent.mkdir(parents=True, exist_ok=True)
-        blob.write_bytes(data)
-        link = snapshot / rel
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(os.path.relpath(blob, link.parent))
-    (repo / "refs").mkdir(parents=True, exist_ok=True)
-    (repo / "refs" / ref).write_text(commit)
-    return snapshot
-
-
 @pytest.fixture(scope="module")
 def pushed(run, tmp_path_factory) -> dict[str, bytes]:
     """The files ``seqrep push RUN acme/tiny-ner`` commits."""
@@ -150,14 +132,27 @@ def one_line_refusal(ran, *needles: str) -> None:  # noqa: ANN001 - inprocess.Ra
 
 
 # ------------------------------------------------------------------------- push
-def test_push_commits_best_and_the_card_only(run, pushed) -> None:
+def test_push_commits_best_and_the_card_only(run, pushed, tiny) -> None:
     expected = repository(run)
     del expected["README.md"]
     assert set(pushed) == set(expected) | {"README.md"}
+    # config.json names the base model by its folder's name only (see the next test)
+    config = json.loads(expected.pop("config.json"))
+    config["labeler"]["model"] = Path(tiny("llama")).name
+    assert json.loads(pushed["config.json"]) == config
     for rel, data in expected.items():
         assert pushed[rel] == data, rel
     assert not any(k.startswith(("checkpoint", "log", "metrics", "run.json")) for k in pushed)
     assert pushed["README.md"].decode() == seqrep("card", str(run), "--repo", REPO).stdout
+
+
+def test_no_pushed_file_names_a_local_path(run, pushed, tiny) -> None:
+    """A full fine-tune's config.json named its base by the path it was trained from (the
+    card showed the folder's name only, the config the whole path)."""
+    for rel, data in pushed.items():
+        for local in (str(run.parent), tiny("llama")):
+            assert local.encode() not in data, (rel, local)
+    assert json.loads(pushed["config.json"])["labeler"]["model"] == "llama-4"
 
 
 def test_what_push_commits_loads_from_the_cache(run, pushed, tmp_path, monkeypatch) -> None:

@@ -42,7 +42,8 @@ class BackboneInfo:
     """What a labeler needs to know about its loaded backbone, beside the module itself.
 
     Attributes:
-        source: the local folder or hub id it was loaded from.
+        source: the local folder or hub id it was loaded from (a Hub model's id, though it
+            is read from its snapshot in huggingface_hub's cache).
         is_encoder: True for BERT-like bidirectional encoders.
         total_layers: layers of the uncut model.
         num_layers: layers actually present (the exit layer).
@@ -51,6 +52,8 @@ class BackboneInfo:
         first_position: the position id the model gives a row's first token (0; 2 for
             RoBERTa-type encoders, see :func:`~seqrep.model.architectures.first_position`);
             batches count from 0 and the labeler adds this before calling the model.
+        revision: the commit of a Hub model it was loaded at (None for a local folder), so
+            a run that keeps no backbone of its own reloads on exactly that base.
     """
 
     source: str
@@ -60,6 +63,7 @@ class BackboneInfo:
     hidden_size: int
     pad_id: int = 0
     first_position: int = 0
+    revision: str | None = None
 
 
 @dataclass
@@ -104,8 +108,14 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
     from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
     from seqrep.model.device import qlora_device
+    from seqrep.model.hub import base_snapshot
 
     source = resolve_source(name)
+    # a Hub model is read from one snapshot (config, weights and tokenizer of one commit),
+    # pinned now; the commit is recorded by a run that keeps no backbone of its own
+    hub = None if name in PACKAGED else base_snapshot(source)
+    if hub is not None:
+        source = str(hub[0])
     kw = {"trust_remote_code": trust_remote_code}
     tokenizer_source = tokenizer or source
     for folder in {source, tokenizer_source}:
@@ -149,8 +159,9 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
         set_final_norm(model, nn.Identity())
     model.eval()
     is_encoder = config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES
-    info = BackboneInfo(source, is_encoder, total, len(layer_stack(model)),
-                        int(model.config.hidden_size), pad_id, first_position(model))
+    info = BackboneInfo(source if hub is None else hub[1], is_encoder, total,
+                        len(layer_stack(model)), int(model.config.hidden_size), pad_id,
+                        first_position(model), None if hub is None else hub[2])
     return Backbone(model, tokenizer, info)
 
 

@@ -34,9 +34,22 @@ PLACEHOLDER = "ORG/NAME"
 MAX_RECORD_BYTES = 1 << 20  # run.json and metrics.json are a few kB
 
 
-def base_model(config: LabelerConfig) -> str | None:
-    """The Hub id of the model the labeler was trained on: a packaged alias's Hub twin, a Hub
-    id as given; None for a local folder (no one else can name it)."""
+def hub_base(folder: Path) -> dict[str, str] | None:
+    """The Hub base model a labeler folder records, ``{"hub": org/name, "revision": commit}``
+    (a run that keeps no backbone of its own, on a Hub model), else None."""
+    record = fileio.read_json(folder / "config.json", "a seqrep labeler config", ModelError,
+                              MAX_RECORD_BYTES)
+    base = record.get("base") if isinstance(record, dict) else None
+    return base if isinstance(base, dict) and isinstance(base.get("hub"), str) else None
+
+
+def base_model(config: LabelerConfig, folder: Path | None = None) -> str | None:
+    """The Hub id of the model the labeler was trained on: the Hub base the labeler
+    ``folder`` records, a packaged alias's Hub twin, a Hub id as given; None for a local
+    folder (no one else can name it)."""
+    recorded = None if folder is None else hub_base(folder)
+    if recorded is not None:
+        return recorded["hub"]
     if config.model in PACKAGED:
         return PACKAGED[config.model].hub_id
     parsed = None if Path(config.model).exists() else hub_name(config.model)
@@ -94,12 +107,13 @@ def model_card(run: str | Path, repo_id: str | None = None) -> str:
     run = Path(run)
     if not run.is_dir():
         raise ModelError(f"{run} does not exist; expected a run folder or a saved labeler")
-    config = read_config(model_dir(run))
+    folder = model_dir(run)
+    config = read_config(folder)
     saved, metrics = run_records(run)
     train = saved.get("train", {})
     shown, dataset_id = _dataset(train)
     repo = repo_id or PLACEHOLDER
-    base = base_model(config)
+    base = base_model(config, folder)
     results = [EvalResult(task_type="token-classification", task_name="Token classification",
                           dataset_type=dataset_id or shown or "custom",
                           dataset_name=shown or "custom", dataset_split=split,

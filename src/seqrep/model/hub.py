@@ -36,6 +36,13 @@ ALLOW_PATTERNS = [
     "tokenizer/*.json", "tokenizer/*.txt", "tokenizer/*.model", "tokenizer/*.jinja",
 ]
 REQUIRED = ("config.json", "head.safetensors", "tokenizer")
+# What is downloaded of a base model (the Hub model a LoRA, QLoRA or frozen run goes on, or
+# --model org/name): its own top-level configs, safetensors weights and tokenizer files; no
+# pickles, no code, no subfolders (ONNX or GGUF copies), no second copy of the weights in
+# another layout (Mistral's consolidated.safetensors).
+BASE_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "*.tiktoken"]
+BASE_IGNORE = ["*/*", "consolidated*"]
+COMMIT = re.compile(r"[0-9a-f]{40}")
 MAX_ENTRIES = 256  # a labeler has about ten files; sharded backbones a few dozen
 MAX_HEADER = 100_000_000  # a safetensors header is JSON of the tensor names: far smaller
 
@@ -96,10 +103,12 @@ def offline() -> bool:
     return value in ("1", "on", "yes", "true") or bool(constants.HF_HUB_OFFLINE)
 
 
-def download(repo_id: str, revision: str | None, typed: str | None = None) -> Path:
+def download(repo_id: str, revision: str | None, typed: str | None = None,
+             base: bool = False) -> Path:
     """The snapshot folder of ``repo_id`` at ``revision`` (default: main), downloaded into
-    huggingface_hub's cache (only :data:`ALLOW_PATTERNS`), or read from it offline; one line
-    naming the repository and revision where there is none."""
+    huggingface_hub's cache (only :data:`ALLOW_PATTERNS`, or a ``base`` model's
+    :data:`BASE_PATTERNS`), or read from it offline; one line naming the repository and
+    revision where there is none."""
     from huggingface_hub import constants, snapshot_download
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -114,8 +123,12 @@ def download(repo_id: str, revision: str | None, typed: str | None = None) -> Pa
     name = f"{repo_id}@{rev}"
     cache = constants.HF_HUB_CACHE
     local_only = offline()
+    kind = "base model" if base else "model"
+    expected = "a local folder or org/name" if base else "a run folder or org/name"
     try:
-        folder = snapshot_download(repo_id, revision=revision, allow_patterns=ALLOW_PATTERNS,
+        folder = snapshot_download(repo_id, revision=revision,
+                                   allow_patterns=BASE_PATTERNS if base else ALLOW_PATTERNS,
+                                   ignore_patterns=BASE_IGNORE if base else None,
                                    local_files_only=local_only)
     except RevisionNotFoundError:
         raise ModelError(f"{name}: the Hugging Face Hub repository {repo_id} has no revision "
@@ -123,8 +136,7 @@ def download(repo_id: str, revision: str | None, typed: str | None = None) -> Pa
     except (RepositoryNotFoundError, GatedRepoError):
         raise ModelError(f"{name}: no model repository {repo_id} on the Hugging Face Hub that "
                          f"this token may read (a typo, or private or gated: set HF_TOKEN or "
-                         f"log in with a token that may); expected a run folder or org/name"
-                         ) from None
+                         f"log in with a token that may); expected {expected}") from None
     except IncompleteSnapshotError:
         raise ModelError(f"{name}: the cached snapshot in {cache} is incomplete; download it "
                          f"again with the Hub in reach (HF_HUB_OFFLINE unset)") from None
@@ -133,12 +145,43 @@ def download(repo_id: str, revision: str | None, typed: str | None = None) -> Pa
                else "the Hugging Face Hub could not be reached")
         raise ModelError(f"{typed or name} does not exist as a folder here, and {why}, and "
                          f"the huggingface_hub cache {cache} has no snapshot of the Hub model "
-                         f"{repo_id} at revision {rev!r}; expected a run folder, or a model "
-                         f"downloaded before") from None
+                         f"{repo_id} at revision {rev!r}; expected a {'local' if base else 'run'} "
+                         f"folder, or a {kind} downloaded before") from None
     except (HfHubHTTPError, OSError, ValueError) as err:
         raise ModelError(f"{name}: could not download it from the Hugging Face Hub "
                          f"({first_line(err)})") from None
     return Path(folder)
+
+
+def base_snapshot(name: str, revision: str | None = None) -> tuple[Path, str, str] | None:
+    """Where a base model named ``name`` is loaded from, its Hub id and the commit that pins
+    it, ``(folder, repo_id, commit)``: a
+    Hub id (``org/name``, not a folder here) is its snapshot at ``revision`` (default: what
+    main names now), downloaded as :func:`download` does; a folder that is a snapshot in
+    huggingface_hub's cache is that snapshot (see :func:`snapshot_of`). None for any other
+    name (a local folder, a packaged alias, a one-part id): loaded as it is."""
+    path = Path(name)
+    if path.exists() or path.is_symlink():
+        found = snapshot_of(path)
+        return None if found is None else (path, *found)
+    parsed = hub_name(name)
+    if parsed is None or parsed[1] is not None:
+        return None
+    folder = download(parsed[0], revision, base=True)
+    return folder, parsed[0], folder.name
+
+
+def snapshot_of(path: Path) -> tuple[str, str] | None:
+    """``(repo_id, commit)`` when ``path`` is a model snapshot in huggingface_hub's cache
+    layout (``models--org--name/snapshots/<commit>``, beside ``blobs/`` and ``refs/``), else
+    None. Repository names hold no ``--``, so the folder's name gives the id back."""
+    path = path.resolve()
+    repo = path.parent.parent
+    if not (path.parent.name == "snapshots" and COMMIT.fullmatch(path.name)
+            and repo.name.startswith("models--") and (repo / "refs").is_dir()):
+        return None
+    parsed = hub_name(repo.name[len("models--"):].replace("--", "/"))
+    return None if parsed is None else (parsed[0], path.name)
 
 
 def check_snapshot(snapshot: Path, name: str) -> None:

@@ -13,8 +13,9 @@ Layout::
     DIR/config.json          LabelerConfig (labels included) + seqrep version + the first
                              position id the backbone was fed (none recorded: 0, as seqrep
                              fed every model before it numbered RoBERTa-type ones from 2)
-                             + for a run that keeps no backbone on a local base, ``base``:
-                             its absolute path and fingerprint, checked on load
+                             + for a run that keeps no backbone, ``base``: a local
+                             base's absolute path and fingerprint, checked on load, or
+                             a Hub base's id and commit (``hub``, ``revision``)
     DIR/head.safetensors     the linear head, fp32
     DIR/adapter/             LoRA adapter (finetune=lora or qlora), peft format
     DIR/backbone/            the cut backbone's weights (finetune=full)
@@ -24,7 +25,8 @@ Which of ``adapter/`` and ``backbone/`` a folder holds is its fine-tuning mode's
 (:data:`seqrep.model.tuning.MODES`: ``saves_adapter``, ``saves_backbone``); a run that keeps
 no backbone (``frozen``, ``lora``, ``qlora``) references the base model and reloads it (a local
 base by its recorded absolute path, refused in one line when another model, or none, is there;
-a packaged alias or hub id by name); a quantized (QLoRA) run goes on the 4-bit base where
+a Hub base at its recorded commit, whatever its branch names now; a packaged alias by name); a
+quantized (QLoRA) run goes on the 4-bit base where
 bitsandbytes can quantize, else (with a notice) on the full-precision base, as its mode's
 ``fallback``.
 """
@@ -116,15 +118,20 @@ def save_labeler(labeler: SavedLabeler, path: Path) -> Path:
 
 
 def _base_record(labeler: SavedLabeler) -> dict[str, Any] | None:
-    """Where a run that keeps no backbone finds its base again: a local folder's absolute path
-    and :func:`~seqrep.model.backbone.fingerprint`, or None (a run that keeps its backbone; a
-    packaged alias, which keeps its own name; a hub id). ``--model`` as typed stays the
-    config's ``model``, but a relative path means another folder, or a hub repository, from
-    another directory, and a different model at the same path would take the adapter and
-    head without an error."""
-    source = Path(labeler.backbone_info.source)
-    if MODES[labeler.config.finetune].saves_backbone or labeler.config.model in PACKAGED \
-            or not source.is_dir():
+    """Where a run that keeps no backbone finds its base again: a Hub model's id and the
+    commit it was loaded at, a local folder's absolute path and
+    :func:`~seqrep.model.backbone.fingerprint`, or None (a run that keeps its backbone; a
+    packaged alias, which keeps its own name). ``--model`` as typed stays the config's
+    ``model``, but a relative path means another folder, or a hub repository, from another
+    directory, a Hub id names whatever its main branch holds later, and a different model at
+    the same path would take the adapter and head without an error."""
+    info = labeler.backbone_info
+    if MODES[labeler.config.finetune].saves_backbone or labeler.config.model in PACKAGED:
+        return None
+    if info.revision is not None:
+        return {"hub": info.source, "revision": info.revision}
+    source = Path(info.source)
+    if not source.is_dir():
         return None
     return {"path": str(source.resolve()), "files": fingerprint(source)}
 
@@ -140,10 +147,13 @@ def _recorded_base(path: Path, config: LabelerConfig) -> str | None:
     base = read_json(cfg, "a seqrep labeler config").get("base")
     if base is None:
         return None
+    if isinstance(base, dict) and "hub" in base:
+        return _hub_base(cfg, base)
     if not (isinstance(base, dict) and isinstance(base.get("path"), str)
             and isinstance(base.get("files"), dict)):
         raise ModelError(f"{cfg}: base={_short(base)}; expected an object with the base "
-                         f"model's 'path' and its 'files' fingerprint")
+                         f"model's 'path' and its 'files' fingerprint, or its Hub id "
+                         f"('hub') and commit ('revision')")
     folder = Path(base["path"])
     what = f"this {config.finetune} run was trained on"
     if not folder.is_dir():
@@ -161,6 +171,20 @@ def _recorded_base(path: Path, config: LabelerConfig) -> str | None:
                          f"differs from the one it was trained on); its {kept} would run on "
                          f"another model")
     return str(folder)
+
+
+def _hub_base(cfg: Path, base: dict[str, Any]) -> str:
+    """The snapshot folder of a Hub base at its recorded commit (downloaded into
+    huggingface_hub's cache, or read from it offline), or one line naming what is wrong."""
+    from seqrep.model.hub import COMMIT, download, hub_name
+
+    repo, commit = base.get("hub"), base.get("revision")
+    parsed = hub_name(repo) if isinstance(repo, str) else None
+    if parsed is None or parsed[1] is not None or not (
+            isinstance(commit, str) and COMMIT.fullmatch(commit)) or len(base) != 2:
+        raise ModelError(f"{cfg}: base={_short(base)}; expected an object with the Hub id "
+                         f"('hub': org/name) and the 40-hex commit ('revision') of the base")
+    return str(download(parsed[0], commit, base=True))
 
 
 def _short(value: object) -> str:

@@ -13,6 +13,7 @@ another kind in the folder.
 from __future__ import annotations
 
 import fnmatch
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,13 @@ from typing import Any
 import seqrep
 from seqrep.errors import ConfigError, ModelError, first_line
 from seqrep.model.hub import ALLOW_PATTERNS, hub_name
+from seqrep.model.packaged import PACKAGED
 from seqrep.model.tuning import MODES
 
 CARD = "README.md"
+PEFT_CARD = "adapter/README.md"
+# the records that name the base model: rewritten as uploaded, so no local path leaves
+CONFIG, ADAPTER_CONFIG = "config.json", "adapter/adapter_config.json"
 
 
 def repo_name(repo_id: str) -> str:
@@ -36,11 +41,12 @@ def repo_name(repo_id: str) -> str:
 
 def upload_files(folder: Path) -> dict[str, Path]:
     """The labeler folder's files by their path in the repository, each a regular file of a
-    kind a labeler holds (a link, a device or a stray file is one line, not an upload)."""
+    kind a labeler holds (a link, a device or a stray file is one line, not an upload); the
+    card peft writes beside an adapter is left out (it names the base by its local path)."""
     files: dict[str, Path] = {}
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
-        if path.is_dir() and not path.is_symlink():
+        if (path.is_dir() and not path.is_symlink()) or rel == PEFT_CARD:
             continue
         if path.is_symlink() or not path.is_file():
             raise ModelError(f"{path}: not a regular file; push uploads a labeler's files only")
@@ -53,11 +59,13 @@ def upload_files(folder: Path) -> dict[str, Path]:
 
 def check_base(run: Path, folder: Path) -> None:
     """Refuse a run that keeps no backbone of its own and was trained on a local base model:
-    who loads it from the Hub has no such folder."""
+    who loads it from the Hub has no such folder (a Hub base, recorded by id and commit,
+    is what they load)."""
+    from seqrep.model.card import hub_base
     from seqrep.model.io import read_config, read_json
 
     config = read_config(folder)
-    if MODES[config.finetune].saves_backbone:
+    if MODES[config.finetune].saves_backbone or hub_base(folder) is not None:
         return
     record = read_json(folder / "config.json", "a seqrep labeler config")
     if (isinstance(record, dict) and record.get("base") is not None) \
@@ -66,6 +74,39 @@ def check_base(run: Path, folder: Path) -> None:
                          f"was trained on the local base model {config.model}, which no one "
                          f"loading it from the Hub has; push the base model first and train "
                          f"on its Hub id, or train on a Hub model (or with --finetune full)")
+
+
+def public_bytes(folder: Path, files: dict[str, Path]) -> dict[str, bytes]:
+    """The records that name the base model, as uploaded: ``config.json``'s model and the
+    adapter config's ``base_model_name_or_path`` by the base's Hub id (a Hub base at its
+    recorded commit), a packaged alias or Hub id as it is, and a local folder by its last
+    part only (a full fine-tune needs none of it to load; where it lay on the machine that
+    trained it is of no use to anyone else, and may say who they are)."""
+    from seqrep.model.card import hub_base
+    from seqrep.model.io import read_config, read_json
+
+    config = read_config(folder)
+    recorded = hub_base(folder)
+    name = recorded["hub"] if recorded else config.model if config.model in PACKAGED or (
+        hub_name(config.model) and not Path(config.model).exists()) \
+        else Path(config.model).name
+    out = {}
+    record = read_json(files[CONFIG], "a seqrep labeler config")
+    if isinstance(record, dict) and isinstance(record.get("labeler"), dict):
+        record["labeler"]["model"] = name
+        out[CONFIG] = _json(record)
+    if ADAPTER_CONFIG in files:
+        adapter = read_json(files[ADAPTER_CONFIG], "a peft adapter config")
+        if isinstance(adapter, dict):
+            adapter["base_model_name_or_path"] = name
+            if recorded:
+                adapter["revision"] = recorded["revision"]
+            out[ADAPTER_CONFIG] = _json(adapter)
+    return out
+
+
+def _json(data: object) -> bytes:
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def token_or_refuse(token: str | None) -> str:
@@ -104,14 +145,15 @@ def push(run: str | Path, repo_id: str, *, private: bool = False, revision: str 
                          f"labeler (push publishes a folder)")
     folder = model_dir(run)
     check_base(run, folder)
-    files = upload_files(folder)
+    files: dict[str, Path | bytes] = {**upload_files(folder)}
+    files.update(public_bytes(folder, files))
     card = model_card(run, repo_id) if card is None else card
     token = token_or_refuse(token)
     return _commit(repo_id, files, card, private, revision, token,
                    commit_message or f"Upload a seqrep {seqrep.__version__} labeler")
 
 
-def _commit(repo_id: str, files: dict[str, Path], card: str, private: bool,
+def _commit(repo_id: str, files: dict[str, Path | bytes], card: str, private: bool,
             revision: str | None, token: str, message: str) -> Any:
     """The network part: the repository, the branch and one commit of ``files`` and the card;
     a refusal of the Hub (a token without write access, a name taken) is one line."""
@@ -119,8 +161,9 @@ def _commit(repo_id: str, files: dict[str, Path], card: str, private: bool,
     from huggingface_hub.errors import HfHubHTTPError
 
     api = HfApi(token=token)
-    operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=str(path))
-                  for rel, path in files.items()]
+    operations = [CommitOperationAdd(path_in_repo=rel, path_or_fileobj=data if
+                                     isinstance(data, bytes) else str(data))
+                  for rel, data in files.items()]
     operations.append(CommitOperationAdd(path_in_repo=CARD,
                                          path_or_fileobj=card.encode("utf-8")))
     try:
