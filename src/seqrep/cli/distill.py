@@ -24,8 +24,9 @@ NOT_HERE = ("model", "recipe", "ctx")
 def _params() -> list[inspect.Parameter]:
     kw = inspect.Parameter.KEYWORD_ONLY
     own = [
-        inspect.Parameter("teacher", kw, annotation=Path, default=typer.Argument(
-            ..., help="the teacher: a finished run folder (seqrep train's --output)")),
+        inspect.Parameter("teacher", kw, annotation=str, default=typer.Argument(
+            ..., help="the teacher: a finished run folder (seqrep train's --output), or a "
+                      "labeler on the Hugging Face Hub, org/name[@revision]")),
         inspect.Parameter("student", kw, annotation=str, default=typer.Option(
             ..., "--student", help="the student's model: packaged alias, local folder or "
                                    "Hugging Face hub id")),

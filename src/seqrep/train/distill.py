@@ -106,12 +106,15 @@ class Distillation:
                                       self.temperature, self.gold_weight)
 
 
-def teacher_config(run: Path) -> tuple[LabelerConfig, dict[str, Any]]:
+def teacher_config(run: Path, hub: str | None = None) -> tuple[LabelerConfig, dict[str, Any]]:
     """The labeler config and the ``run.json`` of a finished run folder (``run.json`` and
-    ``best/``), or one line saying why ``run`` is not one."""
+    ``best/``), or one line saying why ``run`` is not one; a Hub teacher's snapshot
+    (``hub``: its name) holds no run records."""
     from seqrep.model.io import read_config
     from seqrep.train.folder import read_run_json
 
+    if hub is not None:
+        return read_config(run), {}
     if not run.is_dir():
         raise ConfigError(f"teacher {run}: not a folder; expected a finished seqrep run")
     saved = read_run_json(run)
@@ -219,7 +222,8 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
     :func:`seqrep.train.train` trains, on the teacher's label distributions.
 
     Args:
-        teacher: a finished run folder.
+        teacher: a finished run folder, or a labeler on the Hugging Face Hub
+            (``org/name[@revision]``, :func:`seqrep.model.hub.resolve`; recorded pinned).
         labeler_config: the student (``labels`` empty or the teacher's; ``task`` auto or the
             teacher's).
         train_config: data and optimisation settings, as for ``train``.
@@ -253,6 +257,7 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
         raise ConfigError("seqrep distill runs in one process for now; start it without "
                           "torchrun / accelerate launch")
     names = ("--output", "teacher", "--teacher-labels")
+    teacher, hub = distill_folder.locate_teacher(teacher)
     if resume:
         if (output / "metrics.json").exists():
             return train(labeler_config, train_config, output, resume=True)
@@ -263,14 +268,14 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
         temperature, gold_weight = req["temperature"], req["gold_weight"]
     teacher = Path(teacher).resolve()
     cache = Path(teacher_labels).resolve() if teacher_labels else output / CACHE
-    check_apart(output, teacher, cache, names)
+    check_apart(output, teacher, cache, names, hub)
     if resume or cache != output / CACHE:  # a new or replaced folder's own cache is new
         teacher_cache.check_cache_folder(cache, names[2])
     if resume:  # announced once the paths are checked, before the student's model loads
         labeler_config, train_config, reader_options = resumed_config(
             output, labeler_config, train_config, saved=req, source=REQUEST)
     tcfg, teacher_run, student = _check_teacher(teacher, labeler_config, temperature,
-                                                gold_weight)
+                                                gold_weight, hub)
     extra = _unlabeled(unlabeled, output if resume else None)
     student_model = check_student(student)
     check_exit_layer(student)  # before the teacher labels anything
@@ -284,16 +289,17 @@ def distill(teacher: str | Path, labeler_config: LabelerConfig, train_config: Tr
     aside = None
     if not resume:  # an old run stays (aside) until the student has loaded
         aside = distill_folder.start(output, _request(
-            output, teacher, unlabeled, temperature, gold_weight, student, train_config,
+            output, hub or teacher, unlabeled, temperature, gold_weight, student, train_config,
             reader_options, cache))
     try:
         key = teacher_key(teacher)
         logp, speed = teacher_cache.teacher_logp(teacher, tcfg, train_config, words, data,
                                                  extra, cache, chunk, quiet, key)
-        record = {"teacher": str(teacher), "teacher_key": key, "teacher_key_kind": "content",
+        record = {"teacher": hub or str(teacher), "teacher_key": key,
+                  "teacher_key_kind": "content",
                   "teacher_model": tcfg.model,
                   "teacher_context": tcfg.context,
-                  "teacher_dataset": teacher_run["train"].get("dataset"),
+                  "teacher_dataset": teacher_run.get("train", {}).get("dataset"),
                   "temperature": temperature, "gold_weight": gold_weight,
                   "unlabeled": str(unlabeled) if unlabeled else None,
                   "unlabeled_sentences": len(extra),
@@ -326,14 +332,15 @@ def _unlabeled(unlabeled: str | Path | None, resumed: Path | None
 
 
 def _check_teacher(teacher: Path, labeler_config: LabelerConfig, temperature: float,
-                   gold_weight: float) -> tuple[LabelerConfig, dict[str, Any], LabelerConfig]:
+                   gold_weight: float, hub: str | None
+                   ) -> tuple[LabelerConfig, dict[str, Any], LabelerConfig]:
     """The teacher's config and ``run.json``, and the student (the teacher's labels and task),
     or one line saying which setting does not fit."""
     if not temperature > 0:
         raise ConfigError(f"--temperature {temperature}; expected a positive number")
     if not 0 <= gold_weight <= 1:
         raise ConfigError(f"--gold-weight {gold_weight}; expected a share in [0, 1]")
-    tcfg, teacher_run = teacher_config(teacher)
+    tcfg, teacher_run = teacher_config(teacher, hub)
     if labeler_config.labels and list(labeler_config.labels) != list(tcfg.labels):
         raise ConfigError(f"--labels {','.join(labeler_config.labels)} differ from the labels "
                           f"of teacher {teacher} ({','.join(tcfg.labels)}); leave --labels "
@@ -345,7 +352,7 @@ def _check_teacher(teacher: Path, labeler_config: LabelerConfig, temperature: fl
     return tcfg, teacher_run, student
 
 
-def _request(output: Path, teacher: Path, unlabeled: str | Path | None,
+def _request(output: Path, teacher: Path | str, unlabeled: str | Path | None,
              temperature: float, gold_weight: float, student: LabelerConfig,
              train_config: TrainConfig, reader_options: dict[str, Any] | None,
              cache: Path) -> dict[str, Any]:

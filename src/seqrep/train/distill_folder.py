@@ -9,8 +9,10 @@ the recorded one is refused rather than ignored (a student trained on two teache
 a cache moved mid-way, would be silently wrong; start a new distillation to change them).
 
 The output never is, holds or lies inside the teacher or the label cache, nor the cache the
-teacher; and ``--overwrite`` keeps the old run until the student has loaded, as ``train
---overwrite`` does: the old run's files are moved into a temporary folder inside the output
+teacher, nor either of them inside the huggingface_hub cache a Hub teacher is read from (its
+snapshot's files are links into that cache's ``blobs/``, shared by every user of it); and
+``--overwrite`` keeps the old run until the student has loaded, as ``train --overwrite``
+does: the old run's files are moved into a temporary folder inside the output
 (:data:`ASIDE`), which training's own clean-up (:func:`seqrep.train.folder.replace_output`)
 removes once the student's model has loaded, and which is put back if the distillation fails
 before that.
@@ -81,6 +83,21 @@ def read_request(output: Path) -> dict[str, Any]:
     return req
 
 
+def locate_teacher(teacher: str | Path) -> tuple[Path, str | None]:
+    """The teacher's folder, resolved, and for a labeler on the Hugging Face Hub
+    (``org/name[@rev]``, as predict takes it) its name pinned to the commit read,
+    ``org/name@<commit>``; the folder is then its checked snapshot in huggingface_hub's
+    cache (:func:`seqrep.model.hub.resolve`). A path that exists is always the folder."""
+    from seqrep.model.hub import hub_name, resolve
+
+    path = Path(teacher)
+    parsed = None if path.exists() or path.is_symlink() else hub_name(str(teacher))
+    if parsed is None:
+        return path.resolve(), None
+    snapshot = resolve(str(teacher))
+    return snapshot.resolve(), f"{parsed[0]}@{snapshot.name}"
+
+
 def recorded_cache(output: Path, req: dict[str, Any]) -> Path | None:
     """The cache a request names (relative to the student's folder when relative), or None
     for the default."""
@@ -95,7 +112,7 @@ def resumed_paths(output: Path, req: dict[str, Any], teacher: str | Path,
     when the caller gives a teacher, a cache or an unlabeled file that is not the recorded
     one (see the module docstring)."""
     path = output / REQUEST
-    recorded = (Path(req["teacher"]).resolve(), recorded_cache(output, req),
+    recorded = (locate_teacher(req["teacher"])[0], recorded_cache(output, req),
                 req.get("unlabeled"))
     given = (Path(teacher).resolve(), None if cache is None else Path(cache).resolve(),
              unlabeled)
@@ -119,13 +136,22 @@ def _overlap(a: Path, b: Path) -> bool:
     return a == b or a in b.parents or b in a.parents
 
 
-def check_apart(output: Path, teacher: Path, cache: Path, names: tuple[str, str, str]
-                ) -> None:
+def check_apart(output: Path, teacher: Path, cache: Path, names: tuple[str, str, str],
+                hub: str | None = None) -> None:
     """The output, the teacher and the cache (all resolved) stay apart: the output is not,
     holds not and lies not inside the teacher or the cache (the default cache,
     ``OUTPUT/teacher-labels``, excepted), nor the cache the teacher. ``names``: what gave
-    the output, the teacher and the cache (an option, or a field of ``distill.json``)."""
+    the output, the teacher and the cache (an option, or a field of ``distill.json``). For
+    a teacher on the Hub (``hub``: its name; ``teacher`` its snapshot), neither the output
+    nor the cache is, holds or lies inside the huggingface_hub cache that holds it."""
     o, t, c = names
+    if hub is not None:
+        hub_cache = teacher.parents[2]  # CACHE/models--org--name/snapshots/<commit>
+        for name, path in ((o, output), (c, cache)):
+            if _overlap(path, hub_cache):
+                raise ConfigError(f"{name} {path} is, holds or lies inside the "
+                                  f"huggingface_hub cache {hub_cache}, which holds teacher "
+                                  f"{hub}; give a folder outside it")
     if _overlap(output, teacher):
         raise ConfigError(f"{o} {output} is, holds or lies inside {t} {teacher}; give the "
                           f"student a folder apart from its teacher")

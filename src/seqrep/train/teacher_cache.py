@@ -79,12 +79,14 @@ def _file_sha256(path: Path) -> str:
 
 
 def teacher_key(run: Path) -> str:
-    """The identity of a teacher's model (``run/best``): the SHA-256 over each of its files'
-    name and content (never their times: a copy made by ``cp -r`` or scp is the same
-    teacher), so a cache shared by the students of one teacher is never read for another (or
-    a retrained one), and a report never pools the students of two models. Only regular
-    files count (a link to a device is not read)."""
+    """The identity of a teacher's model (``run/best``, or a labeler folder such as a Hub
+    teacher's snapshot): the SHA-256 over each of its files' name and content (never their
+    times: a copy made by ``cp -r`` or scp is the same teacher), so a cache shared by the
+    students of one teacher is never read for another (or a retrained one), and a report
+    never pools the students of two models. Only regular files count (a link to a device is
+    not read)."""
     best = Path(run) / "best"
+    best = best if best.is_dir() else Path(run)
     h = hashlib.sha256(b"seqrep teacher files\n")
     for f in sorted(best.rglob("*")):
         if f.is_file():
