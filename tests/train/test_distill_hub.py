@@ -120,3 +120,18 @@ def test_a_resumed_distillation_keeps_its_hub_teacher(world, hub, tmp_path, caps
     assert code == 2 and "keeps its teacher" in err.strip().splitlines()[-1], err
     code, _, err = cli(capsys, *args(world, TEACHER, out, "--resume"))
     assert code == 0, err
+
+
+def test_a_hub_teacher_s_key_is_its_files(world, hub) -> None:
+    """The key hashed ``best/`` only: a snapshot (no ``best/``) gave every Hub teacher the
+    key of no files, so their students could share one label cache."""
+    import hashlib
+
+    from seqrep.train.teacher_cache import teacher_key
+
+    files = {**folder_files(world["teacher"] / "best"), "README.md": CARD}
+    h = hashlib.sha256(b"seqrep teacher files\n")
+    for rel in sorted(files, key=lambda r: tuple(Path(r).parts)):
+        h.update(f"{rel}\0{hashlib.sha256(files[rel]).hexdigest()}\n".encode())
+    snapshot = hub / ("models--" + TEACHER.replace("/", "--")) / "snapshots" / COMMIT
+    assert teacher_key(snapshot) == h.hexdigest()
