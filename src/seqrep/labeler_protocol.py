@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from seqrep.config import LabelerConfig
     from seqrep.encode.pipeline import Encoder
+    from seqrep.encode.rows import Item
 
 
 @runtime_checkable
@@ -33,8 +34,10 @@ class Labeler(Protocol):
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
                     batch_tokens: int | None = ...,
-                    docs: Sequence[Hashable | None] | None = None) -> list[torch.Tensor]:
+                    docs: Sequence[Hashable | None] | None = None,
+                    items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """One ``(words, num_labels)`` tensor of logits per sentence; ``docs``: each
         sentence's document id, read where the labeler's rows hold documents (None: each
-        sentence alone; :class:`seqrep.documents.Grouped` carries words and ids together)."""
+        sentence alone; :class:`seqrep.documents.Grouped` carries words and ids together);
+        ``items``: the sentences' rows already built by ``encoder.items``, not built again."""
         ...

@@ -100,3 +100,17 @@ def test_a_row_counts_the_sentences_whose_first_word_it_reads() -> None:
     assert Item(5, Segment((7, 8), (3, 4), ((0,), (1,)))).starts == 0
     # a document row: the end of sentence 5, then sentences 6 and 7 from their first words
     assert Item(5, seg, places=((5, 3), (6, 0), (7, 0))).starts == 2
+
+
+def test_a_shifted_row_reads_the_same_words_of_sentences_further_on() -> None:
+    """A row built for sentences numbered from 0, placed after 3 others, reads the same
+    words of sentences 3 on (the serving batcher joins rows each job encoded)."""
+    from seqrep.encode.repeat import Segment
+    from seqrep.encode.rows import Item
+
+    seg = Segment((7, 8, 9), (0, 1, 2), ((0,), (1,), (2,)))
+    alone = Item(1, seg, labels=(0, 2, 1)).shifted(3)
+    assert (alone.sentence, alone.segment, alone.labels, alone.places) == (4, seg, (0, 2, 1), None)
+    assert alone.targets() == ((4, 0), (4, 1), (4, 2))
+    row = Item(0, seg, places=((0, 3), (1, 0), (2, 0))).shifted(3)
+    assert row.sentence == 3 and row.targets() == ((3, 3), (4, 0), (5, 0))

@@ -66,6 +66,27 @@ def proxy() -> type[Proxy]:
 
 
 @pytest.fixture
+def encodes(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[tuple[str, ...]]]:
+    """``seen = encodes()``: from then on every sentence the encoder turns into subtoken ids
+    (where each row builder starts) is recorded in ``seen``, in the order asked."""
+
+    def start() -> list[tuple[str, ...]]:
+        from seqrep.encode.pipeline import Encoder
+
+        seen: list[tuple[str, ...]] = []
+        real = Encoder.word_ids
+
+        def counted(self, words):  # noqa: ANN001, ANN202
+            seen.append(tuple(words))
+            return real(self, words)
+
+        monkeypatch.setattr(Encoder, "word_ids", counted)
+        return seen
+
+    return start
+
+
+@pytest.fixture
 def serving():
     """``async with serving(app) as client``: the app with its lifespan, over ASGI."""
     return serving_app

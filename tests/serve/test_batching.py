@@ -146,3 +146,19 @@ def test_bf16_batched_answers_within_the_stated_tolerance(labeler_dir, texts) ->
             assert abs(a["score"] - b["score"]) <= tol + 1e-4
     batcher.close()
     assert batcher.batches == 1
+
+
+def test_each_sentence_of_a_batch_is_encoded_once(labeler, encodes) -> None:
+    """The plan encodes a job's rows to count them against the budget; the forward pass
+    computes those rows, not a second encode of the same sentences."""
+    batcher = Batcher(labeler, batch_tokens=100_000, max_wait_ms=50)
+    jobs = [batcher.submit(["Obama visited Paris. Peter left."]),
+            batcher.submit(["Maria left Tokyo."])]
+    seen = encodes()
+    batcher.start()
+    for job in jobs:
+        job.result(timeout=60)
+    batcher.close()
+    # three sentences, counted by hand: each encoded once
+    assert sorted(seen) == [("Maria", "left", "Tokyo", "."), ("Obama", "visited", "Paris", "."),
+                            ("Peter", "left", ".")]

@@ -146,3 +146,17 @@ def _written_probs(x, labels):  # noqa: ANN001, ANN202
     soft = torch.softmax(x, -1)
     tags = _as_written([labels[i] for i in x.argmax(-1).tolist()])
     return [float(soft[i, labels.index(t)]) for i, t in enumerate(tags)]
+
+
+def test_each_sentence_of_a_document_batch_is_encoded_once(doc_lab, encodes) -> None:
+    """With document context too, the rows the plan counted are the rows computed: each
+    sentence is encoded once per batch."""
+    batcher = Batcher(doc_lab, batch_tokens=100_000, max_wait_ms=50)
+    jobs = [batcher.submit(["Maria left. Boris came."]), batcher.submit(["Peter left."])]
+    seen = encodes()
+    batcher.start()
+    for job in jobs:
+        job.result(timeout=60)
+    batcher.close()
+    assert sorted(seen) == [("Boris", "came", "."), ("Maria", "left", "."),
+                            ("Peter", "left", ".")]

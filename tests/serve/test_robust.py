@@ -178,11 +178,21 @@ def test_job_taken_into_a_forming_batch_is_dropped_when_its_client_leaves(labele
     from seqrep.serve.batcher import Batcher, Gone
 
     class Held(proxy):
-        def encode(self, words):  # noqa: ANN001, ANN202
-            if list(words) == ["Gone", "soon"]:
-                taken.set()
-                gate.wait(BOUND)
-            return self._labeler.encode(words)
+        @property
+        def encoder(self):  # noqa: ANN202 - the plan encodes through it, the forward does not
+            real = self._labeler.encoder
+
+            class HeldEncoder:
+                def __getattr__(self, name: str):  # noqa: ANN204
+                    return getattr(real, name)
+
+                def items(self, sentences, *args, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+                    if [list(s) for s in sentences] == [["Gone", "soon"]]:
+                        taken.set()
+                        gate.wait(BOUND)
+                    return real.items(sentences, *args, **kw)
+
+            return HeldEncoder()
 
     taken = threading.Event()
     counted = Held(labeler, lambda s: None)

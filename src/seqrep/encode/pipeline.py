@@ -207,12 +207,14 @@ class Encoder:
                        None if any(x is None for x in labels) else labels)
 
     def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                batch_tokens: int | None = None, docs: Sequence[Any] | None = None
-                ) -> Iterator[tuple[Batch, list[Item]]]:
+                batch_tokens: int | None = None, docs: Sequence[Any] | None = None,
+                items: Sequence[Item] | None = None) -> Iterator[tuple[Batch, list[Item]]]:
         """Inference batches over all rows of ``sentences``, with the items of each: at most
         ``batch_size`` sentences each, as in training (with document context a row labels
-        several sentences and counts them all; a row alone may label more)."""
-        items = self.items(sentences, docs=docs)
+        several sentences and counts them all; a row alone may label more). ``items``: the
+        rows of ``sentences`` already built (:meth:`items`), so none is encoded twice."""
+        if items is None:
+            items = self.items(sentences, docs=docs)
         for idx in self.plan(items, batch_size, batch_tokens, sentences=self.context.documents):
             members = [items[j] for j in idx]
             yield self.collate(members), members
@@ -269,13 +271,14 @@ class EncodesSentences:
         return self.encoder.segments(sentence)
 
     def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
-                ) -> Iterator[tuple[Batch, list[Item]]]:
+                batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None,
+                items: Sequence[Item] | None = None) -> Iterator[tuple[Batch, list[Item]]]:
         """Length-sorted batches over all segments of ``sentences``: at most ``batch_size``
         rows and ``batch_tokens`` padded tokens each, so little compute goes to padding.
-        ``docs``: document ids per sentence (document context, see :meth:`Encoder.items`).
+        ``docs``: document ids per sentence (document context, see :meth:`Encoder.items`);
+        ``items``: the rows already built (then nothing is encoded again).
 
         Yields:
             ``(batch, items)``: the items (sentence index, segment) in row order.
         """
-        return self.encoder.batches(sentences, batch_size, batch_tokens, docs)
+        return self.encoder.batches(sentences, batch_size, batch_tokens, docs, items)

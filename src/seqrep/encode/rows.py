@@ -42,6 +42,12 @@ class Item:
             return self.places
         return tuple((self.sentence, w) for w in self.segment.words)
 
+    def shifted(self, by: int) -> Item:
+        """This row with its sentence indices moved by ``by``: the same row once its
+        sentences come after ``by`` others in a longer list."""
+        return Item(self.sentence + by, self.segment, self.labels,
+                    None if self.places is None else tuple((s + by, w) for s, w in self.places))
+
     @property
     def starts(self) -> int:
         """Sentences whose first word this row reads (counts sentences trained on)."""

@@ -21,6 +21,7 @@ from seqrep.config import LabelerConfig
 from seqrep.encode import BATCH_TOKENS
 from seqrep.encode.batch import Batch
 from seqrep.encode.pipeline import Encoder, EncodesSentences, per_sentence
+from seqrep.encode.rows import Item
 from seqrep.errors import ConfigError, ModelError, first_line
 from seqrep.export.files import META_FILE, require_onnx, sha256
 from seqrep.export.folder import (
@@ -192,18 +193,19 @@ class OnnxLabeler(EncodesSentences):
 
     def map_words(self, sentences: Sequence[Sequence[str]],
                   fn: Callable[[Batch], torch.Tensor], batch_size: int = 32,
-                  batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
-                  ) -> list[torch.Tensor]:
+                  batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None,
+                  items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """Run ``fn`` (a batch -> ``(W, ...)`` rows) over ``sentences`` and reassemble one
-        ``(words, ...)`` tensor per sentence, in input order (as SequenceLabeler does)."""
-        return per_sentence(sentences, ((fn(batch), items) for batch, items in
-                                        self.batches(sentences, batch_size, batch_tokens, docs)))
+        ``(words, ...)`` tensor per sentence, in input order (as SequenceLabeler does, with
+        its ``docs`` and ``items``)."""
+        return per_sentence(sentences, ((fn(batch), members) for batch, members in self.batches(
+            sentences, batch_size, batch_tokens, docs, items)))
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
-                    ) -> list[torch.Tensor]:
+                    batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None,
+                    items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """One ``(words, num_labels)`` tensor of logits per sentence."""
-        return self.map_words(sentences, self, batch_size, batch_tokens, docs)
+        return self.map_words(sentences, self, batch_size, batch_tokens, docs, items)
 
     def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
                     batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None

@@ -25,6 +25,7 @@ from torch import nn
 from seqrep.encode import BATCH_TOKENS
 from seqrep.encode.batch import Batch
 from seqrep.encode.pipeline import Encoder, EncodesSentences, fit_positions, per_sentence
+from seqrep.encode.rows import Item
 from seqrep.errors import ConfigError
 from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone
 from seqrep.model.device import Placement
@@ -210,20 +211,22 @@ class SequenceLabeler(EncodesSentences, nn.Module):
     @torch.no_grad()
     def map_words(self, sentences: Sequence[Sequence[str]],
                   fn: Callable[[Batch], torch.Tensor], batch_size: int = 32,
-                  batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
-                  ) -> list[torch.Tensor]:
+                  batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None,
+                  items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """Run ``fn`` (a batch -> ``(W, ...)`` per-word rows) over ``sentences`` in inference
         mode and reassemble one ``(words, ...)`` tensor per sentence, in input order.
         ``docs``: each sentence's document id, read with ``context="document"`` (see
-        :meth:`~seqrep.encode.pipeline.Encoder.items`).
+        :meth:`~seqrep.encode.pipeline.Encoder.items`); ``items``: the rows of ``sentences``
+        already built by ``encoder.items(sentences, docs=docs)``, computed as they are.
 
         Dropout is off inside (the module's own training flag is left as it is, so a pass
         from another thread never flips it).
         """
         with _inference(self):
             return per_sentence(sentences, (
-                (fn(batch.to(self.device)).cpu(), items)  # decoders read CPU tensors
-                for batch, items in self.batches(sentences, batch_size, batch_tokens, docs)))
+                (fn(batch.to(self.device)).cpu(), members)  # decoders read CPU tensors
+                for batch, members in self.batches(sentences, batch_size, batch_tokens, docs,
+                                                   items)))
 
     def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
                     batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
@@ -233,11 +236,11 @@ class SequenceLabeler(EncodesSentences, nn.Module):
                                   batch_size, batch_tokens, docs)
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
-                    ) -> list[torch.Tensor]:
-        """One ``(words, num_labels)`` tensor of logits per sentence (``docs``: see
-        :meth:`map_words`)."""
-        return self.map_words(sentences, self.forward, batch_size, batch_tokens, docs)
+                    batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None,
+                    items: Sequence[Item] | None = None) -> list[torch.Tensor]:
+        """One ``(words, num_labels)`` tensor of logits per sentence (``docs`` and
+        ``items``: see :meth:`map_words`)."""
+        return self.map_words(sentences, self.forward, batch_size, batch_tokens, docs, items)
 
     def layer_states(self, sentences: Sequence[Sequence[str]], layers: Sequence[int],
                      batch_size: int = 32, batch_tokens: int | None = BATCH_TOKENS,

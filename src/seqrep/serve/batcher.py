@@ -4,18 +4,17 @@ Requests are queued as jobs. One worker thread takes the oldest job, then keeps 
 while the batch stays within ``batch_tokens`` padded tokens (the longest model row times
 the rows, as :func:`seqrep.encode.batch.length_batches` counts) and until ``max_wait_ms``
 after the first job was queued. A batch runs in three steps: plan (each job's texts cut
-into sentences as :func:`seqrep.predict.predict_text` cuts them, and the model rows they
-encode to, which the budget counts), one forward (a single ``word_logits`` call over the
-batch's distinct texts or sentences) and assemble (each job's records built from those
-logits by :func:`seqrep.predict.text_records` and :func:`~seqrep.predict.decode_logits`,
-the functions ``seqrep predict`` prints through), so the server and the CLI cannot disagree.
-With document context each text is one document: its sentences are computed together in
-the shared pass. A sentence's logits do not depend on its
-batch-mates beyond float rounding: the same matrix products run on other shapes round
-differently. So a batched answer has the tags and spans of its one-at-a-time answer, and
-its scores are within
-:data:`BATCH_TOLERANCE` of them (unless a word's two best tags are closer than that, where
-the tag itself may differ).
+into sentences as :func:`seqrep.predict.predict_text` cuts them, and encoded once into the
+model rows the budget counts), one forward (a single ``word_logits`` call over the batch's
+distinct texts or sentences, computing the rows the plan encoded) and assemble (each job's
+records built from those logits by :func:`seqrep.predict.text_records` and
+:func:`~seqrep.predict.decode_logits`, the functions ``seqrep predict`` prints through), so
+the server and the CLI cannot disagree. With document context each text is one document:
+its sentences are computed together in the shared pass. A sentence's logits do not depend
+on its batch-mates beyond float rounding: the same matrix products run on other shapes
+round differently. So a batched answer has the tags and spans of its one-at-a-time answer,
+and its scores are within :data:`BATCH_TOLERANCE` of them (unless a word's two best tags
+are closer than that, where the tag itself may differ).
 
 The worker runs off the event loop, so the server keeps accepting requests while it computes.
 """
@@ -39,6 +38,7 @@ from seqrep.predict import decode_logits, split_text, text_records
 if TYPE_CHECKING:
     import torch
 
+    from seqrep.encode.rows import Item
     from seqrep.serve.metrics import Metrics
 
 log = logging.getLogger("seqrep.serve")
@@ -92,6 +92,8 @@ class Job:
     splits: list[list[tuple[tuple[int, int], list[tuple[int, int]]]]] = \
         field(default_factory=list)
     documents: list[tuple[tuple[str, ...], ...]] = field(default_factory=list)
+    # the model rows of each unit (Job.keys), its sentences numbered from 0, and their lengths
+    items: dict[tuple[tuple[str, ...], ...], list[Item]] = field(default_factory=dict)
     rows: list[int] = field(default_factory=list)
     gone: bool = False  # the client went away: drop the job if it has not run
     word_scores: bool = False  # add each sentence's per-word probabilities ("scores")
@@ -320,28 +322,37 @@ class Batcher:
         return True
 
     def _rows(self, job: Job) -> list[int]:
-        """The lengths of the model rows of ``job``'s sentences (documents: one per text)."""
-        if not self._whole:
-            return [len(seg) for s in job.sentences for seg in self.labeler.encode(list(s))]
-        docs = [k for k, d in enumerate(job.documents) for _ in d]
-        return [len(it.segment) for it in self.labeler.encoder.items(
-            [list(s) for d in job.documents for s in d], docs=docs)]
+        """The lengths of the model rows of ``job``'s units (each text one document, or each
+        sentence alone), in order. Each distinct unit is encoded here once and its rows kept
+        in ``job.items``: the forward pass computes those rows, encoding nothing again."""
+        alone = labeler_context(self.labeler).docs
+        for key in job.keys(self._whole):
+            if key not in job.items:
+                job.items[key] = self.labeler.encoder.items([list(s) for s in key],
+                                                            docs=alone([0] * len(key)))
+        return [len(it.segment) for key in job.keys(self._whole) for it in job.items[key]]
 
-    def _forward(self, keys: Sequence[tuple[tuple[str, ...], ...]], rows: int
+    def _forward(self, keys: Sequence[tuple[tuple[str, ...], ...]],
+                 planned: dict[tuple[tuple[str, ...], ...], list[Item]], rows: int
                  ) -> tuple[dict[tuple[tuple[str, ...], ...], list[torch.Tensor]], int]:
         """The logits of every distinct key (a text's sentences, or one sentence) in one
-        ``word_logits`` call, a key of several sentences read as one document; and the
-        number of sentences computed. The batch size leaves room for all ``rows`` the plan
-        counted, under either count of a batch (rows, or with document context the
-        sentences each row labels, a sentence cut between two rows counted in both), so
-        only the token budget, which the plan kept to, could close a batch."""
+        ``word_logits`` call over the rows the plan encoded (``planned``), a key of several
+        sentences read as one document; and the number of sentences computed. The batch
+        size leaves room for all ``rows`` the plan counted, under either count of a batch
+        (rows, or with document context the sentences each row labels, a sentence cut
+        between two rows counted in both), so only the token budget, which the plan kept
+        to, could close a batch."""
         unique = list(dict.fromkeys(keys))
-        sentences = [list(s) for k in unique for s in k]
+        sentences: list[list[str]] = []
+        items: list[Item] = []
+        for key in unique:  # each key's rows, its sentences numbered after the earlier keys'
+            items += [it.shifted(len(sentences)) for it in planned[key]]
+            sentences += [list(s) for s in key]
         if not sentences:
             return {}, 0
         docs = labeler_context(self.labeler).docs([j for j, k in enumerate(unique) for _ in k])
         got = iter(self.labeler.word_logits(sentences, rows + len(sentences), self.batch_tokens,
-                                            docs=docs))
+                                            docs=docs, items=items))
         return {k: [next(got) for _ in k] for k in unique}, len(sentences)
 
     def _assemble(self, job: Job, logits: dict[tuple[tuple[str, ...], ...], list[torch.Tensor]]
@@ -361,9 +372,10 @@ class Batcher:
 
     def _label(self, batch: list[Job], rows: list[int]) -> None:
         keys = [k for job in batch for k in job.keys(self._whole)]
+        planned = {k: v for job in reversed(batch) for k, v in job.items.items()}
         start = time.perf_counter()
         try:
-            logits, sentences = self._forward(keys, max(1, len(rows)))
+            logits, sentences = self._forward(keys, planned, max(1, len(rows)))
         except Exception as err:  # noqa: BLE001 - every request of the batch gets it
             log.exception("forward pass failed")
             for job in batch:
