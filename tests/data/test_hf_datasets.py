@@ -242,3 +242,23 @@ def test_bad_datasets_stop_in_one_line_exit_2(conll, tmp_path, monkeypatch):
     assert "hf:org/missing" in err and "Couldn't reach" in err
     err = _one_line_exit_2("data", "stats", "hf:")
     assert "expected hf:ORG/NAME" in err
+
+
+def test_a_bad_dataset_stops_train_before_anything_is_written(conll, tiny, tmp_path):
+    """The same refusals from ``seqrep train``: one line, exit 2, and no run folder made."""
+    pairs = _pairs(conll["test"])
+    datasets.Dataset.from_dict({"tokens": [w for w, _ in pairs]}).save_to_disk(
+        str(tmp_path / "no_tags"))
+    mixed = datasets.Dataset.from_dict(
+        {"tokens": [["a", "b"]], "ner_tags": [[0, 3]]},
+        features=datasets.Features({"tokens": datasets.List(datasets.Value("string")),
+                                    "ner_tags": datasets.List(datasets.ClassLabel(
+                                        names=["O", "B-PER", "I-PER", "LOC"]))}))
+    mixed.to_parquet(str(tmp_path / "mixed.parquet"))
+    for data, says in ((tmp_path / "no_tags", "no tags column"),
+                       (tmp_path / "mixed.parquet", "ClassLabel names")):
+        out = tmp_path / "run"
+        err = _one_line_exit_2("train", "--model", tiny("llama"), "--dataset", str(data),
+                               "--test-split", "", "--max-steps", "1", "-o", str(out))
+        assert says in err, err
+        assert not out.exists()
