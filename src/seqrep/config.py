@@ -19,7 +19,7 @@ from seqrep.contexts import DOCUMENT, SENTENCE
 from seqrep.encode import BATCH_TOKENS
 from seqrep.errors import ConfigError
 from seqrep.model.labeler_config import LabelerConfig, parse_unmask
-from seqrep.model.tuning import MODES
+from seqrep.model.tuning import MODES, Mode
 from seqrep.tasks import DECODINGS
 
 __all__ = ["InferenceConfig", "LabelerConfig", "ReaderConfig", "TrainConfig", "parse_unmask"]
@@ -95,10 +95,11 @@ class TrainConfig(ConfigBase):
         DECODINGS.check(self.decoding, auto=True)
         check_choice("subset_unit", self.subset_unit, (SENTENCE.name, DOCUMENT.name))
 
-    def resolved(self, finetune: str) -> TrainConfig:
+    def resolved(self, mode: Mode | str) -> TrainConfig:
         """This config with the learning rates a fine-tuning mode implies where they are unset
-        (a value the user gave always wins); the run folder records the resolved values."""
-        mode = MODES[finetune]
+        (a value the user gave always wins); the run folder records the resolved values.
+        ``mode``: the mode itself (a labeler config's ``mode``), or its name."""
+        mode = MODES.of(mode)
         return self.replace(lr=mode.lr if self.lr is None else self.lr,
                             head_lr=mode.head_lr if self.head_lr is None else self.head_lr)
 

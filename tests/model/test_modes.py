@@ -146,3 +146,12 @@ def test_a_run_trains_with_the_modes_rates_and_reloads(tiny, bias_only: str,
     head = len(best.config.labels) * (best.backbone_info.hidden_size + 1)
     biases = sum(t.numel() for n, t in saved.items() if n.endswith(".bias"))
     assert metrics["trainable_parameters"] == biases + head
+
+
+def test_a_config_names_its_mode_and_training_takes_the_mode_itself(monkeypatch) -> None:
+    """The mode is looked up in the table once, as the config's ``mode``, and passed on as
+    that object: the rates come from the object handed over, even one the table lacks."""
+    assert LabelerConfig(finetune="lora").mode is tuning.MODES["lora"]
+    unlisted = tuning.Mode("unlisted", "in no table", _bias_only, lr=RATE, head_lr=HEAD_RATE)
+    resolved = TrainConfig().resolved(unlisted)
+    assert (resolved.lr, resolved.head_lr) == (RATE, HEAD_RATE)

@@ -45,11 +45,12 @@ class TrainData:
     validation_source: str = "the validation split"
 
 
-def _check_split(value: str, option: str) -> None:
-    """A split setting is a split name or an existing file; anything else is a typo."""
-    from seqrep.data.datasets import SPLIT_ALIASES, SPLITS, holds_one_split
+def _check_split(value: str, option: str, is_file: bool) -> None:
+    """A split setting is a split name or an existing file (``is_file``: what
+    :func:`~seqrep.data.datasets.holds_one_split` said of it); anything else is a typo."""
+    from seqrep.data.datasets import SPLIT_ALIASES, SPLITS
 
-    if value in SPLITS or value in SPLIT_ALIASES or holds_one_split(value):
+    if value in SPLITS or value in SPLIT_ALIASES or is_file:
         return
     raise ConfigError(f"{option}={value!r} is neither a split name ({', '.join(SPLITS)}, "
                       f"{', '.join(SPLIT_ALIASES)}) nor an existing file")
@@ -62,18 +63,21 @@ def load_data(cfg: SplitsConfig, reader_options: dict[str, Any] | None = None) -
     file (one split), a random 10 % of it becomes the validation split, and there is no test
     split unless ``test_split`` names a file.
     """
-    from seqrep.data import load_corpus
-    from seqrep.data.datasets import holds_one_split
+    from seqrep.data import datasets, load_corpus
 
-    _check_split(cfg.train_split, "train_split")
-    _check_split(cfg.eval_split, "eval_split")
+    # whether the dataset and each split setting is one split of its own (a file): asked of
+    # the file system once each, the answers passed on
+    one = {s: datasets.holds_one_split(s) for s in dict.fromkeys(
+        (cfg.dataset, cfg.train_split, cfg.eval_split, *[cfg.test_split] * bool(cfg.test_split)))}
+    _check_split(cfg.train_split, "train_split", one[cfg.train_split])
+    _check_split(cfg.eval_split, "eval_split", one[cfg.eval_split])
     if cfg.test_split:
-        _check_split(cfg.test_split, "test_split")
-    single_file = holds_one_split(cfg.dataset)
+        _check_split(cfg.test_split, "test_split", one[cfg.test_split])
+    single_file = one[cfg.dataset]
     opts = reader_options or {}
 
     def read(split: str) -> list[Sentence]:
-        if holds_one_split(split):
+        if one[split]:
             corpus: Corpus = load_corpus(split, "train", cfg.format, **opts)
         else:
             corpus = load_corpus(cfg.dataset, split, None if not single_file else cfg.format,
@@ -89,9 +93,9 @@ def load_data(cfg: SplitsConfig, reader_options: dict[str, Any] | None = None) -
 
     train = read(cfg.train_split)
     source = f"the {cfg.eval_split} split"
-    if holds_one_split(cfg.eval_split):
+    if one[cfg.eval_split]:
         source = f"the file {cfg.eval_split}"
-    if single_file and not holds_one_split(cfg.eval_split):
+    if single_file and not one[cfg.eval_split]:
         if len(train) < 2:
             raise DataError(cfg.dataset, "one sentence cannot be split into training and "
                                          "validation; give a validation file")
@@ -104,7 +108,7 @@ def load_data(cfg: SplitsConfig, reader_options: dict[str, Any] | None = None) -
     else:
         evals = read(cfg.eval_split)
     test: list[Sentence] = []
-    if cfg.test_split and (not single_file or holds_one_split(cfg.test_split)):
+    if cfg.test_split and (not single_file or one[cfg.test_split]):
         test = read(cfg.test_split)
         if cfg.max_test_sentences is not None and cfg.max_test_sentences < len(test):
             test = [test[i] for i in pick(test, cfg.max_test_sentences, cfg.subset_unit)]

@@ -32,7 +32,6 @@ from seqrep.model.device import Placement
 from seqrep.model.head import TokenHead
 from seqrep.model.labeler_config import LabelerConfig
 from seqrep.model.masks import Unmasker, unmasked_layers
-from seqrep.model.tuning import MODES
 
 
 class SequenceLabeler(EncodesSentences, nn.Module):
@@ -69,7 +68,7 @@ class SequenceLabeler(EncodesSentences, nn.Module):
         self.unmasker = Unmasker(layer_stack(backbone.model), self.layers_unmasked,
                                  backbone.model.config)
         self.head = TokenHead(info.hidden_size, max(len(config.labels), 1), config.dropout)
-        self.backbone = MODES[config.finetune].prepare(self.backbone, config)  # after the head
+        self.backbone = config.mode.prepare(self.backbone, config)  # after the head
         self.placement = Placement()
 
     def place(self, device: str | torch.device = "auto", precision: str = "auto"
@@ -104,7 +103,7 @@ class SequenceLabeler(EncodesSentences, nn.Module):
     @staticmethod
     def _load_backbone(config: LabelerConfig, source: str | None = None, cut: bool = True,
                        tokenizer: str | None = None) -> Backbone:
-        quantization = MODES[config.finetune].quantization()
+        quantization = config.mode.quantization()
         return load_backbone(source or config.model, config.exit_layer if cut else None,
                              config.final_norm, config.attn_implementation, config.dtype,
                              config.trust_remote_code, tokenizer, quantization)

@@ -17,7 +17,7 @@ from seqrep.configbase import option as _f  # every field line uses it
 from seqrep.contexts import CONTEXTS, SENTENCE
 from seqrep.encode.repeat import COPY_READS, SUBTOKEN_READS
 from seqrep.errors import ConfigError
-from seqrep.model.tuning import MODES
+from seqrep.model.tuning import MODES, Mode
 from seqrep.tasks import DECODINGS, TASKS
 
 UNMASK_NAMES = ("none", "full", "middle")
@@ -131,3 +131,9 @@ class LabelerConfig(ConfigBase):
         TASKS.of(self.task).check_labels(self.labels)  # auto: as spans until resolved
         if len(set(self.labels)) != len(self.labels):
             raise ConfigError("labels contain duplicates")
+
+    @property
+    def mode(self) -> Mode:
+        """The fine-tuning mode ``finetune`` names (:data:`~seqrep.model.tuning.MODES`,
+        checked when the config was built): the one lookup, passed on from here."""
+        return MODES[self.finetune]

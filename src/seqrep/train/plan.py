@@ -24,7 +24,7 @@ from seqrep.contexts import context_of
 from seqrep.data.splits import TrainData, load_data
 from seqrep.evaluate import check_labels, check_test_labels
 from seqrep.model.device import Placement
-from seqrep.model.tuning import MODES, Mode
+from seqrep.model.tuning import Mode
 from seqrep.tasks import Task, resolve_task
 from seqrep.train.folder import check_output, resumed_config
 from seqrep.train.objective import BatchLoss, GoldLabels, Objective
@@ -93,10 +93,10 @@ def plan_run(labeler_config: LabelerConfig, train_config: TrainConfig, output: s
     if resume:
         labeler_config, train_config, reader_options = resumed_config(
             output, labeler_config, train_config, expect_model)
-    train_config = train_config.resolved(labeler_config.finetune)
+    mode = labeler_config.mode
+    train_config = train_config.resolved(mode)
     # fail before reading data
     placement = Placement.resolve(train_config.device, train_config.precision, training=True)
-    mode = MODES[labeler_config.finetune]
     mode.check()
     check_exit_layer(labeler_config)
     labeler_config, task, data = checked_data(labeler_config, train_config, reader_options)
