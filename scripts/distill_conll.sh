@@ -94,7 +94,7 @@ students() {
     [ -n "$ONLY" ] && [ "$ONLY" != "$name" ] && continue
     local opts=(-r "$r" --unmask "$unmask" --lr "$lr" --epochs "$epochs" --dataset "$DATASET"
                 --threads "$THREADS")
-    [ "$layer" != "-" ] && opts+=(--exit-layer "$layer")
+    opts+=(--exit-layer "${layer/#-/all}")  # - : every layer (the encoders' default too)
     local extra=()
     [ -n "$UNLABELED" ] && extra+=(--unlabeled "$UNLABELED")
     # the recipe's default seed (no suffix), then each of SEEDS

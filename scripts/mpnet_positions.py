@@ -21,7 +21,7 @@ n = int(sys.argv[1]) if len(sys.argv) > 1 else 8
 sents = [list(s.words) for s in load_corpus("conll2003", "test").sentences if len(s)][:n]
 ref = AutoModel.from_pretrained(resolve_source("mpnet-base"), attn_implementation="eager").eval()
 for r in (0, 1):
-    lab = SequenceLabeler.from_model("mpnet-base", ["O"], repetitions=r).eval()
+    lab = SequenceLabeler.from_model("mpnet-base", ["O"], repetitions=r, exit_layer="all").eval()
     print(f"r={r} first_position={lab.backbone_info.first_position} "
           f"max_subtokens={lab.config.max_subtokens}")
     batch = lab.encoder.collate(lab.encoder.items(sents))

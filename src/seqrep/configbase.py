@@ -15,12 +15,14 @@ from typing import Any
 from seqrep.errors import ConfigError
 
 
-def option(default: Any, help: str, **kw: Any) -> Any:
+def option(default: Any, help: str, shown: str | None = None, **kw: Any) -> Any:
     """A dataclass field with ``default`` and ``metadata["help"]`` (a list or dict default is
-    copied for each instance)."""
+    copied for each instance); ``shown``: the default as ``--help`` says it, where the value
+    itself would not say what it means."""
+    meta = {"help": help, **({"shown": shown} if shown else {})}
     if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kw)
-    return field(default=default, metadata={"help": help}, **kw)
+        return field(default_factory=lambda: type(default)(default), metadata=meta, **kw)
+    return field(default=default, metadata=meta, **kw)
 
 
 def check_choice(name: str, value: Any, allowed: tuple) -> None:

@@ -21,7 +21,8 @@ def test_concurrent_passes_equal_sequential(tiny, family: str) -> None:
     mask; if the padding lived on the shared object, one thread's batch would be masked with
     the other's (shapes differ, or the wrong words are hidden)."""
     lab = SequenceLabeler.from_model(tiny(family, 6), labels=LABELS, repetitions=1,
-                                     unmask="middle", finetune="frozen").eval()
+                                     unmask="middle", finetune="frozen",
+                                     exit_layer="all").eval()  # job c probes layer 6
     short = [s[:2] for s in SENTENCES] * 3
     long = [s + s for s in SENTENCES] * 3
     jobs = {"a": lambda: lab.word_logits(short, batch_size=2),

@@ -16,6 +16,7 @@ LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
 def labeler(path: str, **kw) -> SequenceLabeler:
     kw.setdefault("finetune", "frozen")
+    kw.setdefault("exit_layer", "all")  # the guarantees are checked against the whole model
     return SequenceLabeler.from_model(path, labels=LABELS, **kw).eval()
 
 

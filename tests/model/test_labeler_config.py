@@ -22,9 +22,12 @@ from seqrep.errors import ConfigError
      "labels: 2049 tags, the longest of 7 characters; expected at most 2048 of at most 200"),
     ({"labels": ["O", "B-" + "X" * 199]},
      "labels: 2 tags, the longest of 201 characters; expected at most 2048 of at most 200"),
-    ({"exit_layer": "top"}, "exit_layer='top'; expected a layer number, auto or None"),
-    ({"exit_layer": 0}, "exit_layer=0; expected 1 or more (or None)"),
-    ({"exit_layer": "0"}, "exit_layer=0; expected 1 or more (or None)"),
+    ({"exit_layer": "top"}, "exit_layer='top'; expected a layer number, a fraction of the depth"
+                            " such as 2/3, all, auto or default"),
+    ({"exit_layer": 0}, "exit_layer=0; expected a layer number, a fraction of the depth such "
+                        "as 2/3, all, auto or default"),
+    ({"exit_layer": "0"}, "exit_layer=0; expected a layer number, a fraction of the depth such "
+                          "as 2/3, all, auto or default"),
     ({"context_tokens": 131073}, "context_tokens=131073; expected 1 to 131072"),
     ({"dropout": 1.0}, "dropout=1.0; expected 0 <= dropout < 1"),
     ({"lora_dropout": -0.1}, "lora_dropout=-0.1; expected 0 <= lora_dropout < 1"),

@@ -73,7 +73,8 @@ def _assert_rows_match(lab: SequenceLabeler, reference, batch) -> None:
 def test_states_match_the_models_own_positions(folder, family: str, side: str) -> None:
     path = folder(family)
     lab = SequenceLabeler.from_model(path, LABELS, repetitions=1, padding_side=side,
-                                     attn_implementation="eager").eval()
+                                     attn_implementation="eager",
+                                     exit_layer="all").eval()  # as the reference: every layer
     batch = lab.encoder.collate(lab.encoder.items(SENTENCES[:3]))
     lengths = batch.attention_mask.sum(1).tolist()
     assert len(set(lengths)) == 3  # rows of different lengths: padding in the batch

@@ -135,6 +135,7 @@ def config_params(config: type, skip: Iterable[str] = (),
             shown = False
         elif isinstance(default, str) and not default.isprintable():
             shown = default.encode("unicode_escape").decode()  # "\n", not a line break
+        shown = f.metadata.get("shown", shown)
         flags = [flag] + ([short[f.name]] if short and f.name in short else [])
         info = typer.Option(None if isinstance(default, list) and not default else default,
                             *flags, help=f.metadata.get("help", ""), show_default=shown, **extra)

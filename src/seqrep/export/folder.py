@@ -149,7 +149,7 @@ def labeler_config(path: Path, meta: dict[str, Any]) -> LabelerConfig:
         raise ModelError(f"{_where(path, 'labeler')}={_short(data)}; expected an object (the "
                          f"labeler config)")
     try:
-        config = LabelerConfig.from_dict(data)
+        config = LabelerConfig.from_saved(data)
     except (ConfigError, ValueError, TypeError, RecursionError) as err:
         raise ModelError(f"{_where(path, 'labeler')}: {first_line(err)}") from None
     if (path / "config.json").exists() or (path / "config.json").is_symlink():

@@ -75,7 +75,8 @@ class GridRun:
         kind = "probe" if self.probe_layers is not None else lab.finetune
         doc = run_suffix(lab.context)  # sentence runs keep their names
         return (f"{Path(tr.dataset).name}/{Path(lab.model).name}-r{lab.repetitions}-{lab.unmask}"
-                f"-L{lab.exit_layer or 'all'}{doc}-{kind}-s{tr.seed}-{self.run_id}")
+                f"-L{str(lab.exit_layer or 'all').replace('/', 'of')}{doc}-{kind}"
+                f"-s{tr.seed}-{self.run_id}")  # 2/3: L2of3, a name, not a folder
 
 
 def _split(settings: dict[str, Any], where: str) -> tuple[dict, dict, dict]:

@@ -23,6 +23,7 @@ from seqrep.evaluate import (
     scores_by_decoding,
 )
 from seqrep.fileio import write_json
+from seqrep.model.exit_layer import EXIT_DEFAULT
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.model.tuning import FROZEN
 from seqrep.tasks import AUTO, SPANS
@@ -53,6 +54,8 @@ def _probe(labeler_config: LabelerConfig, train_config: TrainConfig, layers: lis
     cfg = labeler_config.replace(labels=labels, finetune=FROZEN)
     if layers:
         cfg = cfg.replace(exit_layer=max(layers))
+    elif cfg.exit_layer == EXIT_DEFAULT:  # no layers named: every layer of the model
+        cfg = cfg.replace(exit_layer=None)
     labeler = SequenceLabeler.from_model(**cfg.to_dict())
     layers = list(layers) or list(range(1, labeler.backbone_info.num_layers + 1))
     start = time.perf_counter()

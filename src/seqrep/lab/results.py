@@ -56,6 +56,18 @@ def _layer(v: Any) -> bool:
     return v is None or v == "auto" or _integer(v)
 
 
+def _setting(v: Any) -> bool:
+    """An exit layer as a run was asked for it: a layer, or a setting the run resolved (auto,
+    a fraction of the depth, default), whose layer ``metrics.exit_layer`` holds."""
+    from seqrep.errors import ConfigError
+    from seqrep.model.exit_layer import parse_exit_layer
+
+    try:
+        return not isinstance(v, bool) and v == parse_exit_layer(v)
+    except (ConfigError, TypeError):
+        return False
+
+
 def _string(v: Any) -> bool:
     return isinstance(v, str)
 
@@ -67,7 +79,8 @@ _FINISHED = (
     ("config.labeler.repetitions", _integer, "an integer", True),
     ("config.labeler.unmask", _string, "a string", True),
     ("config.labeler.finetune", _string, "a string", True),
-    ("config.labeler.exit_layer", _layer, "an integer, \"auto\" or null", False),
+    ("config.labeler.exit_layer", _setting, "an integer, \"auto\", a fraction, "
+     "\"default\" or null", False),
     ("config.labeler.frozen_layers", _optional(_integer), "an integer or null", False),
     ("config.train.dataset", _string, "a string", True),
     ("config.train.seed", _integer, "an integer", True),

@@ -60,7 +60,7 @@ def strategy(record: dict[str, Any]) -> dict[str, Any]:
     probe = "probe_layers" in record["config"]
     exit_layer = record["metrics"].get("layer") if probe else lab.get("exit_layer")
     auto = exit_layer == "auto"
-    if auto:  # the layer the run's probe sweep chose
+    if isinstance(exit_layer, str):  # auto, a fraction, default: the layer the run chose
         exit_layer = record["metrics"].get("exit_layer")
     context = context_of(lab.get("context"))  # runs stored before the field: sentence
     return {"rest": setting_hash(record["config"], VARIED + CONTEXT),

@@ -30,6 +30,7 @@ from seqrep.model.checks import (
     check_sizes,
     check_tokenizer,
 )
+from seqrep.model.exit_layer import cut_layer, parse_exit_layer
 from seqrep.model.packaged import PACKAGED, resolve_packaged
 
 # Names of the final norm in base models (Llama/Mistral/Qwen/Gemma: norm; Phi: final_layernorm;
@@ -82,7 +83,7 @@ def resolve_source(name: str) -> str:
     return name
 
 
-def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = True,
+def load_backbone(name: str, exit_layer: int | str | None = None, final_norm: bool = True,
                   attn_implementation: str | None = "sdpa", dtype: str = "float32",
                   trust_remote_code: bool = False, tokenizer: str | None = None,
                   quantization: Any = None, complete: bool = False) -> Backbone:
@@ -90,7 +91,9 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
 
     Args:
         name: packaged alias (``smollm2-135m`` ...), local folder or hub id.
-        exit_layer: keep layers ``0..exit_layer-1``; None keeps all.
+        exit_layer: keep layers ``0..exit_layer-1``; None keeps all; a fraction of the
+            depth (``"2/3"``) or ``"default"`` is resolved against the model's config
+            (:func:`~seqrep.model.exit_layer.cut_layer`).
         final_norm: apply the model's final norm to the exit layer's output.
         attn_implementation: ``sdpa``, ``eager``, or another transformers backend.
         dtype: torch dtype name of the weights.
@@ -127,6 +130,8 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
         raise _load_error(name, source, err) from None
     check_sizes(config, source)
     total = int(config.num_hidden_layers)
+    is_encoder = config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    exit_layer = cut_layer(parse_exit_layer(exit_layer), total, is_encoder)
     if exit_layer is not None:
         if not 1 <= exit_layer <= total:
             raise ModelError(f"exit_layer={exit_layer} but {name} has {total} layers "
@@ -158,7 +163,6 @@ def load_backbone(name: str, exit_layer: int | None = None, final_norm: bool = T
     if not final_norm:
         set_final_norm(model, nn.Identity())
     model.eval()
-    is_encoder = config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES
     info = BackboneInfo(source if hub is None else hub[1], is_encoder, total,
                         len(layer_stack(model)), int(model.config.hidden_size), pad_id,
                         first_position(model), None if hub is None else hub[2])

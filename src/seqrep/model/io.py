@@ -222,11 +222,15 @@ def read_config(path: Path) -> LabelerConfig:
         raise ModelError(f"{cfg}: not a seqrep labeler config (expected an object with a "
                          f"'labeler' object)")
     try:
-        return LabelerConfig.from_dict(data["labeler"])
+        config = LabelerConfig.from_saved(data["labeler"])
     except (ValueError, TypeError, RecursionError) as err:
         raise ModelError(f"{cfg}: not a seqrep labeler config ({first_line(err)})") from None
     except ConfigError as err:
         raise ModelError(f"{cfg}: {err}") from None
+    if isinstance(config.exit_layer, str):  # a saved backbone is cut already: never again
+        raise ModelError(f"{cfg}: exit_layer={config.exit_layer!r}; a saved labeler records "
+                         f"the layer it was cut at (a number) or null (every layer)")
+    return config
 
 
 def _first_position(path: Path) -> int:

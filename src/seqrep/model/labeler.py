@@ -29,6 +29,7 @@ from seqrep.encode.rows import Item
 from seqrep.errors import ConfigError
 from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone
 from seqrep.model.device import Placement
+from seqrep.model.exit_layer import cut_layer
 from seqrep.model.head import TokenHead
 from seqrep.model.labeler_config import LabelerConfig
 from seqrep.model.masks import Unmasker, unmasked_layers
@@ -45,7 +46,9 @@ class SequenceLabeler(EncodesSentences, nn.Module):
     def __init__(self, config: LabelerConfig, backbone: Backbone) -> None:
         super().__init__()
         info = backbone.info
-        self.config = config
+        # the layer it runs at, not the setting ("2/3", "default"): what a saved labeler records
+        self.config = config = config.replace(exit_layer=cut_layer(
+            config.exit_layer, info.total_layers, info.is_encoder))
         self.backbone_info = info
         self.backbone = backbone.model  # registered before the head: parameter order
         self.tokenizer = backbone.tokenizer

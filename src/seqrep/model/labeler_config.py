@@ -11,12 +11,14 @@ configs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from seqrep.configbase import ConfigBase, check_choice, check_types
 from seqrep.configbase import option as _f  # every field line uses it
 from seqrep.contexts import CONTEXTS, SENTENCE
 from seqrep.encode.repeat import COPY_READS, SUBTOKEN_READS
 from seqrep.errors import ConfigError
+from seqrep.model.exit_layer import EXIT_DEFAULT, parse_exit_layer
 from seqrep.model.tuning import MODES, Mode
 from seqrep.tasks import DECODINGS, TASKS
 
@@ -61,8 +63,10 @@ class LabelerConfig(ConfigBase):
                            "auto")
     repetitions: int = _f(1, "r: the sentence is fed r + 1 times")
     unmask: str = _f("none", "bidirectional layers: none, full, middle or a list")
-    exit_layer: int | str | None = _f(None, "use only the first L layers (unset: all; auto: "
-                                            "chosen by a probe)")
+    exit_layer: int | str | None = _f(EXIT_DEFAULT, "the layer labels are read from: a number, "
+                                                    "a fraction of the depth, all, or auto "
+                                                    "(picked by a probe)",
+                                      shown="2/3 of a decoder, all of an encoder")
     final_norm: bool = _f(True, "apply the final norm to the exit layer's states")
     subtoken: str = _f("first", "where a word is read: first, last or mean subtoken")
     read: str = _f("last", "copies read: last (the paper's) or mean")
@@ -89,6 +93,12 @@ class LabelerConfig(ConfigBase):
     dtype: str = _f("float32", "weight dtype: float32, bfloat16 or float16")
     trust_remote_code: bool = _f(False, "allow code from the model repository")
 
+    @classmethod
+    def from_saved(cls, data: dict[str, Any]) -> LabelerConfig:
+        """A configuration a run or a labeler folder recorded: one without ``exit_layer`` ran
+        at every layer (the default before it was a fraction of the depth), so it stays there."""
+        return cls.from_dict({"exit_layer": None, **data})
+
     def __post_init__(self) -> None:
         check_types(self)
         for name, (low, high) in LIMITS.items():
@@ -98,13 +108,7 @@ class LabelerConfig(ConfigBase):
             raise ConfigError(f"labels: {len(self.labels)} tags, the longest of "
                               f"{max(map(len, self.labels))} characters; expected at most "
                               f"{MAX_LABELS} of at most {MAX_LABEL_CHARS}")
-        if isinstance(self.exit_layer, str) and self.exit_layer != "auto":
-            if not self.exit_layer.strip().isdigit():
-                raise ConfigError(f"exit_layer={self.exit_layer!r}; expected a layer number, "
-                                  f"auto or None")
-            object.__setattr__(self, "exit_layer", int(self.exit_layer))
-        if isinstance(self.exit_layer, int) and self.exit_layer < 1:
-            raise ConfigError(f"exit_layer={self.exit_layer}; expected 1 or more (or None)")
+        object.__setattr__(self, "exit_layer", parse_exit_layer(self.exit_layer))
         parse_unmask(self.unmask)
         object.__setattr__(self, "lora_targets", [t.strip() for item in self.lora_targets
                                                   for t in str(item).split(",") if t.strip()])

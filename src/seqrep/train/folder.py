@@ -65,7 +65,7 @@ def read_run_json(output: Path) -> dict[str, Any]:
         if not isinstance(saved, dict) or not all(isinstance(saved.get(k), dict)
                                                   for k in ("labeler", "train")):
             raise ValueError("expected an object with 'labeler' and 'train' objects")
-        LabelerConfig.from_dict(saved["labeler"])
+        LabelerConfig.from_saved(saved["labeler"])
         TrainConfig.from_dict(saved["train"])
         if not isinstance(saved.get("reader_options") or {}, dict):
             raise ValueError("'reader_options' is not an object")
@@ -86,7 +86,7 @@ def resumed_config(output: Path, labeler_config: LabelerConfig, train_config: Tr
     ``saved``: the checked contents of another file of the folder that holds ``labeler``,
     ``train`` and ``reader_options`` (``source``, its name: a distillation's request)."""
     saved = read_run_json(output) if saved is None else saved
-    lab = LabelerConfig.from_dict(saved["labeler"]).replace(
+    lab = LabelerConfig.from_saved(saved["labeler"]).replace(
         trust_remote_code=labeler_config.trust_remote_code)
     if expect_model is not None and lab.model != expect_model:
         raise SeqrepError(f"{output / source} names model {lab.model!r}, not "

@@ -273,6 +273,9 @@ class Trainer:
         its log cut back to that point."""
         if not self.quiet:
             print(ran_on_line(self.labeler), file=sys.stderr, flush=True)
+        # the layer the model was cut at, where the plan could not read the depth (a packaged
+        # GGUF converted as it loaded): run.json records the layer, never the fraction
+        plan.labeler = plan.labeler.replace(exit_layer=self.labeler.config.exit_layer)
         if self.main:
             replace_output(self.output, plan.keeps_folder)
             if not plan.resume:

@@ -98,7 +98,7 @@ def plan_run(labeler_config: LabelerConfig, train_config: TrainConfig, output: s
     # fail before reading data
     placement = Placement.resolve(train_config.device, train_config.precision, training=True)
     mode.check()
-    check_exit_layer(labeler_config)
+    labeler_config = check_exit_layer(labeler_config)  # a fraction of the depth: its layer
     labeler_config, task, data = checked_data(labeler_config, train_config, reader_options)
     sweep = None
     if labeler_config.exit_layer == "auto":

@@ -4,8 +4,9 @@ layer they pick (``--exit-layer auto``).
 The backbone runs once per sentence, cut at the deepest probed layer; the states of every
 probed layer feed independent linear heads trained together as one batched einsum, each kept
 at its best epoch by validation F1. :func:`choose_exit_layer` takes the layer whose probe
-scores best, and the fine-tuning run is then cut there. :func:`check_exit_layer` refuses a
-numbered exit layer the model does not have, from its config alone, before anything loads.
+scores best, and the fine-tuning run is then cut there. :func:`check_exit_layer` resolves a
+fraction of the depth and refuses a numbered exit layer the model does not have, from its
+config alone, before anything loads.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from seqrep.data.splits import TrainData, pick
 from seqrep.data.types import Sentence
 from seqrep.errors import ModelError
 from seqrep.evaluate import layer_scores
+from seqrep.model.exit_layer import resolve_exit_layer
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.model.tuning import FROZEN
 
@@ -120,26 +122,36 @@ def choose_exit_layer(config: LabelerConfig, data: TrainData, sentences: int = 1
                           "unmasked_layers": probe.layers_unmasked}
 
 
-def check_exit_layer(config: LabelerConfig) -> None:
-    """Refuse a numbered exit layer past the model's last layer before the data or the
-    weights load (minutes for a large model or corpus), from its ``config.json`` alone.
+def check_exit_layer(config: LabelerConfig) -> LabelerConfig:
+    """The configuration with its exit layer resolved against the model's depth, read from
+    its ``config.json`` alone before the data or the weights load (minutes for a large model
+    or corpus): a fraction or ``default`` becomes the layer (see
+    :func:`~seqrep.model.exit_layer.resolve_exit_layer`), and a numbered layer past the
+    model's last is refused. Where the depth cannot be read so cheaply (a packaged GGUF not
+    converted yet), the setting stays for the labeler to resolve when it loads.
 
     Raises:
         ModelError: ``exit_layer=N but MODEL has L layers``, as the loader would say later.
     """
-    if not isinstance(config.exit_layer, int):
-        return
-    layers = model_layers(config.model, config.trust_remote_code)
-    if layers is not None and config.exit_layer > layers:
-        raise ModelError(f"exit_layer={config.exit_layer} but {config.model} has {layers} "
+    if config.exit_layer is None or config.exit_layer == "auto":
+        return config
+    depth = model_depth(config.model, config.trust_remote_code)
+    if depth is None:
+        return config
+    layers, encoder = depth
+    exit_layer = resolve_exit_layer(config.exit_layer, layers, encoder)
+    if isinstance(exit_layer, int) and exit_layer > layers:
+        raise ModelError(f"exit_layer={exit_layer} but {config.model} has {layers} "
                          f"layers (choose 1..{layers})")
+    return config.replace(exit_layer=exit_layer)
 
 
-def model_layers(name: str, trust_remote_code: bool = False) -> int | None:
-    """The layer count a model's config gives, read without its weights: a local folder's
-    (checked as the loader checks it first), a packaged model's once installed, a hub
-    model's config alone. None where reading it would cost what loading does (a packaged
-    GGUF not converted yet) or fails: the loader then says why."""
+def model_depth(name: str, trust_remote_code: bool = False) -> tuple[int, bool] | None:
+    """The layer count a model's config gives, and whether it is an encoder, read without
+    its weights: a local folder's (checked as the loader checks it first), a packaged
+    model's once installed, a hub model's config alone. None where reading it would cost
+    what loading does (a packaged GGUF not converted yet) or fails: the loader then says
+    why."""
     from seqrep.model.backbone import quiet_transformers
     from seqrep.model.checks import check_files
     from seqrep.model.packaged import PACKAGED, cached_path, package_dir
@@ -155,11 +167,13 @@ def model_layers(name: str, trust_remote_code: bool = False) -> int | None:
     check_files(Path(name))  # no link to /dev/zero for a config.json
     try:
         from transformers import AutoConfig
+        from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
 
         with quiet_transformers():
-            layers = AutoConfig.from_pretrained(
-                name, trust_remote_code=trust_remote_code).num_hidden_layers
+            config = AutoConfig.from_pretrained(name, trust_remote_code=trust_remote_code)
+        layers = config.num_hidden_layers
+        encoder = config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES  # as the loader says
     except Exception:  # noqa: BLE001 - the loader reports an unreadable config in its words
         return None
     ok = isinstance(layers, int) and not isinstance(layers, bool) and layers > 0
-    return layers if ok else None
+    return (layers, encoder) if ok else None

@@ -3,7 +3,8 @@
 ``paper`` is the protocol of Kukić et al. (EACL 2026) as released: QLoRA (4-bit NF4 base,
 LoRA r=16, alpha 16, dropout 0.1 on q, k, v, o; the head fully trained), AdamW at 2e-4 with
 weight decay 0.05, an effective batch of 32 (8 x 4 accumulated), 10 epochs with linear decay,
-the best epoch by validation micro-F1, at most 256 subtokens per copy, bf16 compute. It needs
+the best epoch by validation micro-F1, at most 256 subtokens per copy, bf16 compute, labels
+read from the last layer (its main results; ``--exit-layer`` given with it cuts the model). It needs
 bitsandbytes able to quantize on the device: a CUDA GPU, or the CPU with bitsandbytes 0.50.2
 (``pip install 'seqrep[qlora]'``); options given with it still win (``--finetune lora``).
 """
@@ -18,7 +19,8 @@ from seqrep.errors import ConfigError
 RECIPES: dict[str, dict[str, dict[str, Any]]] = {
     "paper": {
         "labeler": {"finetune": "qlora", "lora_rank": 16, "lora_alpha": 16,
-                    "lora_dropout": 0.1, "dropout": 0.1, "max_subtokens": 256},
+                    "lora_dropout": 0.1, "dropout": 0.1, "max_subtokens": 256,
+                    "exit_layer": "all"},
         "train": {"lr": 2e-4, "head_lr": 2e-4, "weight_decay": 0.05, "batch_size": 8,
                   "grad_accum": 4, "epochs": 10, "eval_every": 0, "warmup": 0.0,
                   "precision": "bf16"},
