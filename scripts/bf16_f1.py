@@ -42,7 +42,7 @@ def main() -> None:
     for precision in ("fp32", "bf16"):
         lab.place("cpu", precision)
         start = time.perf_counter()
-        logits = lab.word_logits(words, 64)
+        logits = lab.word_logits(words, 64, docs=None)
         seconds = time.perf_counter() - start
         pred = [t for t, _ in decode_logits(lab, gold, logits)]
         tags[precision] = pred

@@ -124,9 +124,9 @@ def main() -> None:
     warm = words[:16]
 
     def measure(name: str, lab: Any, extra: dict[str, Any]) -> dict[str, Any]:
-        lab.word_logits(warm, args.batch_size)
+        lab.word_logits(warm, args.batch_size, docs=None)
         t = time.perf_counter()
-        logits = lab.word_logits(words, args.batch_size)
+        logits = lab.word_logits(words, args.batch_size, docs=None)
         seconds = time.perf_counter() - t
         res = evaluate_logits(lab, gold, logits)
         greedy = evaluate_logits(lab, gold, logits, "greedy")

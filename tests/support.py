@@ -178,7 +178,7 @@ def neighbours_change_labels(doc_labeler, sentence_labeler) -> bool:  # noqa: AN
     sentence labeler's of it read alone (the same weights: only the neighbours differ)."""
     doc = document(4)
     with_context = doc_labeler.word_logits(doc, docs=["d"] * 4)
-    alone = sentence_labeler.word_logits(doc)
+    alone = sentence_labeler.word_logits(doc, docs=None)
     return not torch.allclose(with_context[1], alone[1], atol=1e-4)
 
 

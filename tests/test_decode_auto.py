@@ -73,5 +73,5 @@ def test_json_spans_and_conll_columns_agree_on_stray_inside_tags(greedy_labeler,
     from seqrep.predict import predict_tags
 
     ((_, probs),) = predict_tags(greedy_labeler, [["Obama", "met", "Peter", "Blackburn",
-                                                   "today"]])
+                                                   "today"]], docs=None)
     assert probs[1] == pytest.approx(o_prob) and probs[4] == pytest.approx(o_prob)

@@ -99,5 +99,29 @@ def test_every_evaluation_route_keeps_the_documents(doc_labeler, monkeypatch) ->
     # each process computed whole documents: rank 0 a and c, rank 1 b
     assert sorted(parts[0][0]) == list(range(7)) + list(range(14, 21))
 
-    alone = doc_labeler.word_logits([s.words for s in sents], 2)
+    alone = doc_labeler.word_logits([s.words for s in sents], 2, docs=None)
     assert not same(alone)
+
+
+def test_a_call_that_names_no_documents_is_refused(doc_labeler, tmp_path) -> None:  # noqa: ANN001
+    """No default means "no documents": a call site that forgets the ids fails at once
+    instead of reading every sentence alone; each sentence alone is said (``docs=None``)."""
+    import inspect
+
+    from seqrep.export.runtime import OnnxLabeler
+    from seqrep.labeler_protocol import Labeler
+    from seqrep.predict import predict_tags
+    from seqrep.train.teacher_cache import label_cache
+
+    words = [["Maria", "left", "."], ["Boris", "came", "."]]
+    for call in (lambda: doc_labeler.word_logits(words, 2),
+                 lambda: doc_labeler.word_states(words),
+                 lambda: doc_labeler.layer_states(words, [1]),
+                 lambda: predict_tags(doc_labeler, words),
+                 lambda: label_cache(lambda: doc_labeler, [tuple(w) for w in words],
+                                     tmp_path / "cache", len(LABELS), quiet=True)):
+        with pytest.raises(TypeError, match="docs"):
+            call()
+    for method in (Labeler.word_logits, OnnxLabeler.word_logits, OnnxLabeler.word_states):
+        assert inspect.signature(method).parameters["docs"].default is inspect.Parameter.empty
+    assert len(doc_labeler.word_logits(words, 2, docs=None)) == 2  # alone, said explicitly

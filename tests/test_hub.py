@@ -266,9 +266,9 @@ def test_from_pretrained_by_name_and_commit_labels_as_the_folder(run, cache) -> 
     from seqrep.model.labeler import SequenceLabeler
 
     words = [t.split() for t in TEXTS]
-    local = SequenceLabeler.from_pretrained(run).word_logits(words)
+    local = SequenceLabeler.from_pretrained(run).word_logits(words, docs=None)
     for name in (REPO, f"{REPO}@{COMMIT}", f"{REPO}@main"):
-        hub = SequenceLabeler.from_pretrained(name).word_logits(words)
+        hub = SequenceLabeler.from_pretrained(name).word_logits(words, docs=None)
         assert all(torch.equal(a, b) for a, b in zip(local, hub)), name
 
 

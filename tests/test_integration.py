@@ -29,9 +29,9 @@ def test_smollm2_batch_invariance(conll_test, r: int, unmask: str) -> None:
     lab = SequenceLabeler.from_model("smollm2-135m", labels=["O", "B-X", "I-X"], repetitions=r,
                                      unmask=unmask, exit_layer=8, finetune="frozen")
     assert len(lab.backbone.layers) == 8 and lab.backbone_info.total_layers == 30
-    together = lab.word_states(conll_test, batch_size=12)
+    together = lab.word_states(conll_test, batch_size=12, docs=None)
     for sent, states in zip(conll_test[:4], together):
-        assert (lab.word_states([sent])[0] - states).abs().max() < 1e-4
+        assert (lab.word_states([sent], docs=None)[0] - states).abs().max() < 1e-4
 
 
 @needs_smollm
@@ -48,7 +48,7 @@ def test_smollm2_r0_is_the_base_model_and_exit_is_layer_l(conll_test) -> None:
     with torch.no_grad():
         hidden = base(torch.tensor([seg.input_ids]), output_hidden_states=True).hidden_states
     expected = base.norm(hidden[6][0])[[r[0] for r in seg.reads]]
-    assert torch.allclose(lab.word_states([sent])[0], expected, atol=1e-4)
+    assert torch.allclose(lab.word_states([sent], docs=None)[0], expected, atol=1e-4)
 
 
 @needs_smollm
@@ -57,7 +57,7 @@ def test_smollm2_long_sentence_gets_every_word(conll_test) -> None:
     words = words[:1000]
     lab = SequenceLabeler.from_model("smollm2-135m", labels=["O"], repetitions=4, exit_layer=2,
                                      finetune="frozen")
-    (states,) = lab.word_states([words])
+    (states,) = lab.word_states([words], docs=None)
     assert states.shape == (1000, 576) and torch.isfinite(states).all()
     assert (states.abs().sum(-1) > 0).all()
 
@@ -67,5 +67,5 @@ def test_minilm_encoder_baseline(conll_test) -> None:
     lab = SequenceLabeler.from_model("minilm-l6", labels=["O", "B-X", "I-X"], repetitions=0,
                                      finetune="frozen")
     assert lab.backbone_info.is_encoder and lab.spec.prefix and lab.spec.suffix
-    logits = lab.word_logits(conll_test)
+    logits = lab.word_logits(conll_test, docs=None)
     assert [len(x) for x in logits] == [len(s) for s in conll_test]

@@ -43,9 +43,8 @@ def words_of(text: str) -> list[list[str]]:
 
 def tags_of(lab: SequenceLabeler, sentences: list[list[str]], docs: list | None) -> list:
     """Greedy tags from the labeler's own logits (document rows when ``docs``)."""
-    kw = {} if docs is None else {"docs": docs}
     return [_as_written([LABELS[i] for i in x.argmax(-1).tolist()])
-            for x in lab.word_logits(sentences, **kw)]
+            for x in lab.word_logits(sentences, docs=docs)]
 
 
 def record_tags(records: list[dict]) -> list[list[str]]:
@@ -156,7 +155,7 @@ def test_streaming_never_splits_a_document(lab, tmp_path: Path) -> None:
     # a resume from line 3 would label it alone: that changes its record (tags or scores)
     line3 = [["Peter", "Blackburn", "left", "."]]
     in_doc = predict_tags(lab, words_of(TEXT) + words_of(OTHER) + line3, docs=["a"] * 6)[5]
-    assert predict_tags(lab, line3)[0] != in_doc
+    assert predict_tags(lab, line3, docs=None)[0] != in_doc
     whole = _records(out)
     assert predict_file(lab, src, tmp_path / "again.jsonl", chunk=2) == 7
     assert _records(tmp_path / "again.jsonl") == whole

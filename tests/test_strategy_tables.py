@@ -94,7 +94,7 @@ def labelers(folders) -> tuple[SequenceLabeler, SequenceLabeler]:
 
 def _expected(twin: SequenceLabeler) -> list[torch.Tensor]:
     """The logits the neighbour layout must give FIRST and SECOND as one document."""
-    alone, joined = twin.word_logits([FIRST, FIRST + SECOND])
+    alone, joined = twin.word_logits([FIRST, FIRST + SECOND], docs=None)
     return [alone, joined[len(FIRST):]]
 
 
@@ -108,10 +108,10 @@ def test_the_layout_builds_the_rows(labelers) -> None:
     for a, b in zip(got, _expected(twin), strict=True):
         torch.testing.assert_close(a, b)
     # the sentence before is read: alone, the second sentence's logits differ
-    assert not torch.allclose(got[1], twin.word_logits([SECOND])[0])
+    assert not torch.allclose(got[1], twin.word_logits([SECOND], docs=None)[0])
     # in different documents each sentence is alone
     torch.testing.assert_close(lab.word_logits([FIRST, SECOND], docs=["a", "b"])[1],
-                               twin.word_logits([SECOND])[0])
+                               twin.word_logits([SECOND], docs=None)[0])
 
 
 def test_predict_runs_both(labelers) -> None:

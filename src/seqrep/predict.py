@@ -18,8 +18,8 @@ from seqrep.tasks import task_of
 
 
 def predict_tags(labeler: Labeler, sentences: Sequence[Sequence[str]],
-                 decoding: str | None = None, batch_size: int = 32,
-                 docs: Sequence[Any] | None = None) -> list[tuple[list[str], list[float]]]:
+                 decoding: str | None = None, batch_size: int = 32, *,
+                 docs: Sequence[Any] | None) -> list[tuple[list[str], list[float]]]:
     """Tags and per-word probabilities for each word list.
 
     Args:
@@ -27,7 +27,8 @@ def predict_tags(labeler: Labeler, sentences: Sequence[Sequence[str]],
         sentences: lists of words (an empty list gives an empty result).
         decoding: ``greedy`` or ``constrained``; default: the labeler's own setting.
         batch_size: sentences per forward pass.
-        docs: each sentence's document id (read with ``context="document"``).
+        docs: each sentence's document id (read with ``context="document"``), or None
+            for each sentence alone; required, so a call that forgets them fails.
     """
     logits = labeler.word_logits(sentences, batch_size, docs=docs) if sentences else []
     return decode_logits(labeler, sentences, logits, decoding)
@@ -112,7 +113,7 @@ def predict_text(labeler: Labeler, texts: Iterable[str], decoding: str | None = 
     in_docs = labeler_context(labeler).docs(text_documents([i for i, _, _ in items],
                                                            len(texts), docs))
     tagged = predict_tags(labeler, [[texts[i][s:e] for s, e in w] for i, _, w in items],
-                          decoding, batch_size, in_docs)
+                          decoding, batch_size, docs=in_docs)
     return text_records(labeler, texts, items, tagged)
 
 

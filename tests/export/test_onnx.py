@@ -104,13 +104,13 @@ def test_logits_and_tags_match_pytorch(exported, family: str, r: int) -> None:
     long = long_sentence(torch_lab)
     assert len(torch_lab.encode(long)) >= 2  # windowed
     sentences = SENTENCES + [long]
-    ref = torch_lab.word_logits(sentences, 32)
+    ref = torch_lab.word_logits(sentences, 32, docs=None)
     for batch_size, max_tokens in ((1, None), (3, 64), (32, 512)):  # dynamic batch and length
-        got = onnx_lab.word_logits(sentences, batch_size, max_tokens)
+        got = onnx_lab.word_logits(sentences, batch_size, max_tokens, docs=None)
         assert _max_diff(ref, got) < TOL
         assert all(torch.equal(x.argmax(-1), y.argmax(-1)) for x, y in zip(ref, got))
-    assert [t for t, _ in predict_tags(onnx_lab, sentences)] == \
-        [t for t, _ in predict_tags(torch_lab, sentences)]
+    assert [t for t, _ in predict_tags(onnx_lab, sentences, docs=None)] == \
+        [t for t, _ in predict_tags(torch_lab, sentences, docs=None)]
     text = ["Obama visited Paris. Peter Blackburn left for 東京 !", "", "x"]
     a, b = predict_text(onnx_lab, text), predict_text(torch_lab, text)
     assert [s["tags"] for r_ in a for s in r_["sentences"]] == \
@@ -121,7 +121,8 @@ def test_logits_and_tags_match_pytorch(exported, family: str, r: int) -> None:
 
 def test_word_states_and_shapes(exported) -> None:
     torch_lab, onnx_lab = _pair(*exported("llama"), 1)
-    assert _max_diff(torch_lab.word_states(SENTENCES), onnx_lab.word_states(SENTENCES, 2)) < TOL
+    assert _max_diff(torch_lab.word_states(SENTENCES, docs=None),
+                     onnx_lab.word_states(SENTENCES, 2, docs=None)) < TOL
     # every batch shape of the graph directly: 1 row of 1 word up to 5 rows, padded lengths
     for size in (1, 2, 5):
         for batch, _ in onnx_lab.batches(SENTENCES, size):
@@ -130,10 +131,10 @@ def test_word_states_and_shapes(exported) -> None:
             got = onnx_lab(batch)
             assert got.shape == ref.shape == (batch.num_words, len(LABELS))
             assert float((got - ref).abs().max()) < TOL
-    assert onnx_lab.word_logits([]) == []
+    assert onnx_lab.word_logits([], docs=None) == []
     mixed = [[], ["x"]]
-    assert [x.shape for x in onnx_lab.word_logits(mixed)] == \
-        [x.shape for x in torch_lab.word_logits(mixed)]
+    assert [x.shape for x in onnx_lab.word_logits(mixed, docs=None)] == \
+        [x.shape for x in torch_lab.word_logits(mixed, docs=None)]
 
 
 def test_unmasked_layers_stay_bidirectional(exported) -> None:
@@ -144,10 +145,10 @@ def test_unmasked_layers_stay_bidirectional(exported) -> None:
     torch_lab, onnx_lab = _pair(*exported("gemma3", "full"), 1)
     _, causal = _pair(*exported("gemma3", "none"), 1)
     sentences = SENTENCES + [long_sentence(torch_lab)]
-    ref = torch_lab.word_logits(sentences)
-    got = onnx_lab.word_logits(sentences, 3, 64)
+    ref = torch_lab.word_logits(sentences, docs=None)
+    got = onnx_lab.word_logits(sentences, 3, 64, docs=None)
     assert _max_diff(ref, got) < TOL
-    assert _max_diff(causal.word_logits(sentences), got) > 1e-2
+    assert _max_diff(causal.word_logits(sentences, docs=None), got) > 1e-2
     assert onnx_lab.layers_unmasked == [0, 1, 2]
     meta = onnx_lab.meta
     assert meta["check"]["max_abs_logit_diff"] < TOL and meta["check"]["same_argmax"]
@@ -229,7 +230,7 @@ def test_int8_variant(exported, tmp_path: Path) -> None:
     q = load_labeler(folder, "onnx-int8")
     assert q.model_file == INT8_FILE and fp32.model_file == meta["model_file"]
     assert (q.runtime, fp32.runtime) == ("onnx-int8", "onnx")
-    a, b = fp32.word_logits(SENTENCES), q.word_logits(SENTENCES, 2)
+    a, b = fp32.word_logits(SENTENCES, docs=None), q.word_logits(SENTENCES, 2, docs=None)
     diff = _max_diff(a, b)
     assert 0 < diff < 0.05
 

@@ -78,7 +78,7 @@ def test_predict_runtime_onnx_labels_a_text_as_one_document(folders, capsys) -> 
     torch_lab = SequenceLabeler.from_pretrained(saved)
     sents = _sentences(TEXT)
     want = _tags(torch_lab.word_logits(sents, docs=["d"] * len(sents)))
-    assert want != _tags(torch_lab.word_logits(sents))  # the context shows in the tags
+    assert want != _tags(torch_lab.word_logits(sents, docs=None))  # the context shows in the tags
     code, stdout, err = cli(capsys, "predict", str(out), TEXT, "--runtime", "onnx")
     assert code == 0, err
     record = json.loads(stdout)
@@ -101,7 +101,7 @@ def test_serve_runtime_onnx_labels_each_text_as_one_document(folders) -> None:
     for text in texts:
         sents = _sentences(text)
         want.append(_tags(torch_lab.word_logits(sents, docs=["d"] * len(sents))))
-    assert want[0] != _tags(torch_lab.word_logits(_sentences(texts[0])))
+    assert want[0] != _tags(torch_lab.word_logits(_sentences(texts[0]), docs=None))
 
     async def main():  # noqa: ANN202
         async with serving_app(create_app(out, runtime="onnx")) as c:

@@ -115,8 +115,8 @@ def test_export_passes_its_check_and_matches_pytorch(exported, family: str) -> N
         for context in ("sentence", "document"):
             a, b = _as(torch_lab, r, context), _as(onnx_lab, r, context)
             assert len(a.encode(long)) >= 2  # windowed
-            kw = {"docs": docs} if context == "document" else {}
-            if kw:  # rows of several sentences
+            kw = {"docs": docs if context == "document" else None}
+            if kw["docs"]:  # rows of several sentences
                 assert any(len({s for s, _ in it.places}) > 1
                            for it in a.encoder.items(sentences, **kw))
             ref = a.word_logits(sentences, 32, **kw)
@@ -125,7 +125,8 @@ def test_export_passes_its_check_and_matches_pytorch(exported, family: str) -> N
                 assert _max_diff(ref, got) < TOL, (r, context, batch_size)
                 assert _tags(got) == _tags(ref)
     a, b = _as(torch_lab, 0, "sentence"), _as(onnx_lab, 0, "sentence")
-    assert _max_diff(a.word_states(sentences), b.word_states(sentences, 4)) < TOL
+    assert _max_diff(a.word_states(sentences, docs=None),
+                     b.word_states(sentences, 4, docs=None)) < TOL
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -165,7 +166,7 @@ def test_int8_runs_and_agrees_on_most_words(exported, family: str, tmp_path: Pat
                                                                     threads=1)
     assert q.runtime == "onnx-int8"
     sentences = SENTENCES + [long_sentence(fp32)]
-    a, b = fp32.word_logits(sentences), q.word_logits(sentences, 4)
+    a, b = fp32.word_logits(sentences, docs=None), q.word_logits(sentences, 4, docs=None)
     assert _max_diff(a, b) > 0  # quantized indeed
     pairs = [(x, y) for s, t in zip(_tags(a), _tags(b)) for x, y in zip(s, t)]
     assert sum(x == y for x, y in pairs) >= 0.9 * len(pairs)
@@ -184,7 +185,7 @@ def test_packaged_minilm_exports_and_matches_pytorch(shared_data, tmp_path: Path
     lab = SequenceLabeler.from_model("minilm-l6", LABELS, repetitions=0).eval()
     out = export_labeler(lab.place("cpu", "fp32"), tmp_path / "onnx", source="minilm-l6")
     onnx_lab = OnnxLabeler.from_pretrained(out)
-    ref = lab.word_logits(sentences)
+    ref = lab.word_logits(sentences, docs=None)
     for batch_size in (1, 16):
-        got = onnx_lab.word_logits(sentences, batch_size)
+        got = onnx_lab.word_logits(sentences, batch_size, docs=None)
         assert _max_diff(ref, got) < TOL and _tags(got) == _tags(ref)

@@ -58,7 +58,7 @@ def test_a_relative_base_loads_from_any_directory(bases, tmp_path: Path, finetun
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     lab = SequenceLabeler.from_pretrained(run)
-    assert len(lab.word_logits(WORDS)[0]) == 4
+    assert len(lab.word_logits(WORDS, docs=None)[0]) == 4
 
 
 def test_another_base_at_the_path_is_refused_in_one_line(bases, tmp_path: Path) -> None:
@@ -100,7 +100,7 @@ def test_an_old_run_folder_without_a_fingerprint_still_loads(bases, tmp_path: Pa
     del data["base"]
     cfg.write_text(json.dumps(data))
     monkeypatch.chdir(tmp_path)  # where it was trained: the relative name resolves
-    assert len(SequenceLabeler.from_pretrained(run).word_logits(WORDS)[0]) == 4
+    assert len(SequenceLabeler.from_pretrained(run).word_logits(WORDS, docs=None)[0]) == 4
 
 
 def test_a_full_run_records_no_base(bases, tmp_path: Path) -> None:
@@ -153,7 +153,8 @@ def test_a_project_moved_whole_loads_by_the_typed_name_under_the_same_check(
     run, _ = _saved(bases, old, "lora")
     moved = shutil.move(str(old), str(tmp_path / "new"))
     monkeypatch.chdir(moved)
-    assert len(SequenceLabeler.from_pretrained(Path(moved) / "run").word_logits(WORDS)[0]) == 4
+    moved_lab = SequenceLabeler.from_pretrained(Path(moved) / "run")
+    assert len(moved_lab.word_logits(WORDS, docs=None)[0]) == 4
     shutil.rmtree(Path(moved) / "base")
     shutil.copytree(bases[1], Path(moved) / "base")
     with pytest.raises(ModelError, match="is not the base model this lora run"):

@@ -25,9 +25,9 @@ def test_concurrent_passes_equal_sequential(tiny, family: str) -> None:
                                      exit_layer="all").eval()  # job c probes layer 6
     short = [s[:2] for s in SENTENCES] * 3
     long = [s + s for s in SENTENCES] * 3
-    jobs = {"a": lambda: lab.word_logits(short, batch_size=2),
-            "b": lambda: lab.word_logits(long, batch_size=3),
-            "c": lambda: lab.layer_states(long[:4], layers=[1, 3, 6], batch_size=1)}
+    jobs = {"a": lambda: lab.word_logits(short, batch_size=2, docs=None),
+            "b": lambda: lab.word_logits(long, batch_size=3, docs=None),
+            "c": lambda: lab.layer_states(long[:4], layers=[1, 3, 6], batch_size=1, docs=None)}
     expected = {k: fn() for k, fn in jobs.items()}
     got: dict[str, list] = {k: [] for k in jobs}
     errors: list[BaseException] = []

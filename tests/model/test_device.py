@@ -57,9 +57,9 @@ def test_bf16_autocast_stays_close_to_fp32(tiny) -> None:
     outputs stay fp32 and on the CPU."""
     sents = [["Obama", "visited", "Paris", "."], ["Peter", "Blackburn", "left", "Berlin"]] * 4
     lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, finetune="frozen").eval()
-    fp32 = lab.word_logits(sents)
+    fp32 = lab.word_logits(sents, docs=None)
     lab.place("cpu", "bf16")
-    bf16 = lab.word_logits(sents)
+    bf16 = lab.word_logits(sents, docs=None)
     assert all(x.dtype == torch.float32 and x.device.type == "cpu" for x in bf16)
     assert lab.head.linear.weight.dtype == torch.float32
     diff = max(float((a - b).abs().max()) for a, b in zip(fp32, bf16))

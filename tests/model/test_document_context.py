@@ -67,11 +67,11 @@ def test_a_one_sentence_document_equals_sentence_level(doc_labeler, sentence_lab
     assert max(sum(map(len, doc_labeler.encoder.words(s))) for s in SENTENCES) > BUDGET
     for sent in SENTENCES:
         (doc,) = doc_labeler.word_logits([sent], docs=["x"])
-        (alone,) = sentence_labeler.word_logits([sent])
+        (alone,) = sentence_labeler.word_logits([sent], docs=None)
         torch.testing.assert_close(doc, alone, rtol=1e-5, atol=1e-6)
     # and a sentence without a document id is labeled alone, as at sentence level
     got = doc_labeler.word_logits(SENTENCES, docs=[None] * len(SENTENCES))
-    for x, y in zip(got, sentence_labeler.word_logits(SENTENCES)):
+    for x, y in zip(got, sentence_labeler.word_logits(SENTENCES, docs=None)):
         torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
 
 

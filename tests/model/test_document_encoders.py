@@ -64,7 +64,7 @@ def test_every_word_of_a_40_sentence_document_is_labeled_once(doc_labeler) -> No
 def test_a_one_sentence_document_equals_sentence_level(doc_labeler, sentence_labeler) -> None:
     for sent in SENTENCES:
         (doc,) = doc_labeler.word_logits([sent], docs=["x"])
-        (alone,) = sentence_labeler.word_logits([sent])
+        (alone,) = sentence_labeler.word_logits([sent], docs=None)
         torch.testing.assert_close(doc, alone, rtol=1e-5, atol=1e-6)
 
 

@@ -49,7 +49,7 @@ def _lora(tmp_path: Path, model: str = BASE) -> Path:
 def _logits(source: str | Path) -> list[torch.Tensor]:
     from seqrep.model.labeler import SequenceLabeler
 
-    return SequenceLabeler.from_pretrained(source).word_logits(WORDS)
+    return SequenceLabeler.from_pretrained(source).word_logits(WORDS, docs=None)
 
 
 def test_an_adapter_on_a_hub_base_records_its_id_and_commit(hub, tmp_path) -> None:

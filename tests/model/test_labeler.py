@@ -57,9 +57,9 @@ def test_batch_invariance(loaded, family: str, unmask: str) -> None:
     for r in (0, 1, 2, 4):
         for side in ("right", "left"):
             lab = loaded(family, 6, unmask, repetitions=r, padding_side=side)
-            together = lab.word_logits(SENTENCES)
+            together = lab.word_logits(SENTENCES, docs=None)
             for sent, logits in zip(SENTENCES, together):
-                alone = lab.word_logits([sent])[0]
+                alone = lab.word_logits([sent], docs=None)[0]
                 assert alone.shape == (len(sent), len(LABELS))
                 assert (alone - logits).abs().max() < 1e-4, (family, unmask, r, side)
 
@@ -69,7 +69,7 @@ def test_r0_causal_reproduces_base_model(tiny, loaded, family: str) -> None:
     """r=0 with unmask=none gives the unmodified model's hidden states at the read positions."""
     lab = loaded(family, repetitions=0)
     base = AutoModel.from_pretrained(tiny(family)).eval()
-    for sent, states in zip(SENTENCES, lab.word_states(SENTENCES)):
+    for sent, states in zip(SENTENCES, lab.word_states(SENTENCES, docs=None)):
         (seg,) = lab.encode(sent)
         with torch.no_grad():
             hidden = base(torch.tensor([seg.input_ids])).last_hidden_state[0]
@@ -86,7 +86,7 @@ def test_bidirectionality_at_batch_size_one(loaded, family: str, attn: str) -> N
     for r, unmask, sees_right in [(0, "none", False), (1, "none", True), (2, "none", True),
                                   (0, "full", True), (0, "middle", True), (1, "middle", True)]:
         lab = loaded(family, unmask=unmask, attn=attn, repetitions=r)
-        sa, sb = lab.word_states([a])[0], lab.word_states([b])[0]
+        sa, sb = lab.word_states([a], docs=None)[0], lab.word_states([b], docs=None)[0]
         changed = (sa[:-1] - sb[:-1]).abs().max().item() > 1e-3  # not float noise
         assert changed == sees_right, (family, attn, r, unmask)
 
@@ -96,7 +96,8 @@ def test_unmasking_same_under_eager_and_sdpa(loaded, family: str) -> None:
     for unmask in ("full", "middle", "1"):
         eager = loaded(family, unmask=unmask, attn="eager", repetitions=1)
         sdpa = loaded(family, unmask=unmask, attn="sdpa", repetitions=1)
-        for x, y in zip(eager.word_states(SENTENCES), sdpa.word_states(SENTENCES)):
+        for x, y in zip(eager.word_states(SENTENCES, docs=None),
+                        sdpa.word_states(SENTENCES, docs=None)):
             assert torch.allclose(x, y, atol=1e-5)
 
 
@@ -111,8 +112,8 @@ def test_exit_layer_is_layer_l_of_full_model(tiny, family: str) -> None:
         assert len(cut.backbone.layers) == L
         assert sum(p.numel() for p in cut.backbone.parameters()) < \
             sum(p.numel() for p in base.parameters()) or L == 6
-        probe = full.layer_states(SENTENCES, [L])
-        for sent, states, probed in zip(SENTENCES, cut.word_states(SENTENCES), probe):
+        probe = full.layer_states(SENTENCES, [L], docs=None)
+        for sent, states, probed in zip(SENTENCES, cut.word_states(SENTENCES, docs=None), probe):
             (seg,) = cut.encode(sent)
             with torch.no_grad():
                 out = base(torch.tensor([seg.input_ids]), output_hidden_states=True)
@@ -138,7 +139,7 @@ def test_long_sentence_every_word_gets_a_state(tiny) -> None:
     assert len(segments) > 1
     assert sorted(w for s in segments for w in s.words) == list(range(1000))
     assert all(len(s) <= 5 * 64 for s in segments)
-    (states,) = lab.word_states([words])
+    (states,) = lab.word_states([words], docs=None)
     assert states.shape == (1000, 32)
     assert (states.abs().sum(-1) > 0).all()
     # each word's state is the one it has inside its own window, encoded as a sentence
@@ -146,14 +147,14 @@ def test_long_sentence_every_word_gets_a_state(tiny) -> None:
 
     lengths = [len(w) for w in lab.encoder.words(words)]
     for start, end, owned in windows(lengths, 64, 16)[:3]:
-        alone = lab.word_states([words[start:end]])[0]
+        alone = lab.word_states([words[start:end]], docs=None)[0]
         assert torch.allclose(states[owned], alone[[i - start for i in owned]], atol=1e-4)
 
 
 def test_encoder_baseline(tiny) -> None:
     """Encoders go through the same interface; unmasking them is refused."""
     lab = labeler(tiny("bert"), repetitions=0)
-    logits = lab.word_logits(SENTENCES)
+    logits = lab.word_logits(SENTENCES, docs=None)
     assert [x.shape[0] for x in logits] == [len(s) for s in SENTENCES]
     from seqrep.errors import ConfigError
 

@@ -86,8 +86,8 @@ def test_an_encoder_without_sdpa_loads_with_the_default_attention(tiny) -> None:
                                      exit_layer=None, repetitions=0).eval()
     assert lab.backbone_info.is_encoder
     assert lab.backbone.config._attn_implementation == "eager"
-    both = lab.word_logits([["Obama", "visited", "Paris", "."], ["Peter"]])
-    alone = lab.word_logits([["Peter"]])
+    both = lab.word_logits([["Obama", "visited", "Paris", "."], ["Peter"]], docs=None)
+    alone = lab.word_logits([["Peter"]], docs=None)
     assert torch.allclose(both[1], alone[0], atol=1e-5)
 
 

@@ -88,7 +88,7 @@ def _qlora_run(model: str, root: Path, **train_kw) -> Run:
 
     def spy_run(self: Trainer):  # noqa: ANN202
         self.labeler.eval()
-        run.start = self.labeler.word_logits(run.words)
+        run.start = self.labeler.word_logits(run.words, docs=None)
         self.labeler.train()
         return run_train(self)
 
@@ -100,7 +100,7 @@ def _qlora_run(model: str, root: Path, **train_kw) -> Run:
             loss = torch.nn.functional.cross_entropy(logits, batch.labels)
         record = evaluate(self)
         run.at_eval[self.state.step] = {
-            "logits": lab.word_logits(SENTS), "train_logits": logits.dtype,
+            "logits": lab.word_logits(SENTS, docs=None), "train_logits": logits.dtype,
             "loss": loss.dtype, "head": {p.dtype for p in lab.head.parameters()},
             "trainable": {p.dtype for p in lab.parameters() if p.requires_grad},
             "four_bit": sum(type(m).__name__ == "Linear4bit" for m in lab.backbone.modules())}
@@ -139,7 +139,7 @@ def test_qlora_training_lowers_the_loss_on_cpu(runs, family: str) -> None:
     assert best["four_bit"] > 0  # the base really is 4-bit (bitsandbytes' Linear4bit)
     saved = SequenceLabeler.from_pretrained(run.out)
     before = _cross_entropy(run.start, run.tags)
-    after = _cross_entropy(saved.word_logits(run.words), run.tags)
+    after = _cross_entropy(saved.word_logits(run.words, docs=None), run.tags)
     assert after < 0.7 * before, (before, after)
 
 
@@ -178,7 +178,7 @@ def test_reload_on_the_4bit_base_predicts_as_at_training(runs, family: str) -> N
     labeler = SequenceLabeler.from_pretrained(run.out)
     assert sum(type(m).__name__ == "Linear4bit" for m in labeler.backbone.modules()) == \
         _best(run)["four_bit"]
-    for got, want in zip(labeler.word_logits(SENTS), _best(run)["logits"]):
+    for got, want in zip(labeler.word_logits(SENTS, docs=None), _best(run)["logits"]):
         assert torch.allclose(got, want, atol=TOL_4BIT, rtol=0), (got - want).abs().max()
 
 
@@ -199,7 +199,7 @@ def test_reload_without_bitsandbytes_uses_the_full_base_and_says_so_once(
     assert "no bitsandbytes (test)" in str(notes[0].message)
     assert not any(type(m).__name__ == "Linear4bit" for m in labeler.backbone.modules())
     assert labeler.config.finetune == "qlora"  # still a QLoRA run, on another base
-    got, want = torch.cat(labeler.word_logits(SENTS)), torch.cat(_best(run)["logits"])
+    got, want = torch.cat(labeler.word_logits(SENTS, docs=None)), torch.cat(_best(run)["logits"])
     assert ((got - want).norm() / want.norm()).item() < TOL_FULL
 
 
@@ -244,7 +244,7 @@ def test_an_evaluation_pass_does_not_cut_the_gradients(tiny, wide_llama, width: 
 
     before = grads()
     lab.eval()
-    lab.word_logits(words)  # inference: eval mode, no gradients
+    lab.word_logits(words, docs=None)  # inference: eval mode, no gradients
     after = grads()
     assert before.keys() == after.keys() and len(before) > 2
     lora_a = [n for n in before if "lora_A" in n and "layers.0." in n]
@@ -317,7 +317,7 @@ def test_export_merges_a_qlora_adapter_into_the_full_base(runs, tmp_path: Path) 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         full = io.load_labeler(SequenceLabeler, run.out, full_precision=True)
-    for got, want in zip(onnx.word_logits(SENTS), full.word_logits(SENTS)):
+    for got, want in zip(onnx.word_logits(SENTS, docs=None), full.word_logits(SENTS, docs=None)):
         assert torch.allclose(torch.as_tensor(got), want, atol=1e-3)
 
 

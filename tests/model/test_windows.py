@@ -18,7 +18,7 @@ def test_repetition_on_a_512_position_encoder_windows_a_long_sentence(tiny) -> N
     words = (SENTENCES[1] * 40)[:400]  # 400 words, several subtokens some of them
     segments = lab.encode(words)
     assert len(segments) > 1 and max(len(s) for s in segments) <= 512
-    (logits,) = lab.word_logits([words])
+    (logits,) = lab.word_logits([words], docs=None)
     assert logits.shape == (400, 3)
 
 

@@ -120,10 +120,10 @@ def test_bf16_batched_answers_within_the_stated_tolerance(labeler_dir, texts) ->
     lab = SequenceLabeler.from_pretrained(labeler_dir, False, "cpu", "bf16").eval()
     assert ran_on(lab)["autocast"] == "bf16"
     sentences = [list(s) for t in texts for s in text_sentences(t)]
-    together = lab.word_logits(sentences, len(sentences))
+    together = lab.word_logits(sentences, len(sentences), docs=None)
     no_tie = {}
     for sentence, batched in zip(sentences, together):
-        alone = torch.softmax(lab.word_logits([sentence], 1)[0].float(), -1)
+        alone = torch.softmax(lab.word_logits([sentence], 1, docs=None)[0].float(), -1)
         batched = torch.softmax(batched.float(), -1)
         assert float((alone - batched).abs().max()) <= tol
         top2 = alone.topk(2, -1).values

@@ -48,7 +48,7 @@ def _document_tags(lab: SequenceLabeler, text: str) -> list[list[str]]:
 def _sentence_tags(lab: SequenceLabeler, text: str) -> list[list[str]]:
     sents = [[text[s:e] for s, e in w] for _, w in split_text(text)]
     return [_as_written([LABELS[i] for i in x.argmax(-1).tolist()])
-            for x in lab.word_logits(sents)]
+            for x in lab.word_logits(sents, docs=None)]
 
 
 def test_batched_requests_label_each_text_as_one_document(doc_lab, same) -> None:

@@ -46,7 +46,7 @@ def test_aggregation_none_gives_one_entity_per_word(client, labeler) -> None:
     (_, offsets), = split_text(TEXT)
     words = [TEXT[s:e] for s, e in offsets]
     tags = predict_text(labeler, [TEXT])[0]["sentences"][0]["tags"]
-    probs = torch.softmax(labeler.word_logits([words])[0].float(), -1)
+    probs = torch.softmax(labeler.word_logits([words], docs=None)[0].float(), -1)
     want = [{"entity": t, "index": i, "word": w, "start": s, "end": e,
              "score": float(probs[i, labeler.config.labels.index(t)])}
             for i, (t, w, (s, e)) in enumerate(zip(tags, words, offsets))]

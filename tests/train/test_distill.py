@@ -57,7 +57,7 @@ def fit(data: tuple[Path, Path], **kw) -> TrainConfig:
 
 
 def teacher_logits(model: SequenceLabeler, sentences: list[list[str]]) -> list[torch.Tensor]:
-    return model.word_logits(sentences)
+    return model.word_logits(sentences, docs=None)
 
 
 def words_of(path: Path) -> list[list[str]]:
@@ -76,9 +76,9 @@ def test_student_reproduces_the_teacher_labels(tiny, teacher, teacher_model, han
     metrics = distill(teacher, student(tiny), fit(handful, epochs=40), out, quiet=True)
     assert metrics["status"] == "finished"
     sentences = words_of(handful[0])
-    expected = [t for t, _ in predict_tags(teacher_model, sentences, "constrained")]
+    expected = [t for t, _ in predict_tags(teacher_model, sentences, "constrained", docs=None)]
     assert any(t != "O" for s in expected for t in s)  # the teacher finds names: not all O
-    got = predict_tags(SequenceLabeler.from_pretrained(out), sentences, "constrained")
+    got = predict_tags(SequenceLabeler.from_pretrained(out), sentences, "constrained", docs=None)
     assert [t for t, _ in got] == expected
     run = json.loads((out / "run.json").read_text())
     assert run["distill"]["teacher"] == str(teacher.resolve())
@@ -330,7 +330,7 @@ def test_a_cache_chunk_of_other_sentences_is_labeled_again(tmp_path: Path) -> No
     from seqrep.train.distill import label_cache
 
     class Teacher:  # logits [len(word), 0, 0] per word
-        def word_logits(self, sentences, batch_size):  # noqa: ANN001, ANN202
+        def word_logits(self, sentences, batch_size, docs):  # noqa: ANN001, ANN202
             return [torch.tensor([[float(len(w)), 0.0, 0.0] for w in s]) for s in sentences]
 
     loads: list[int] = []
@@ -339,9 +339,9 @@ def test_a_cache_chunk_of_other_sentences_is_labeled_again(tmp_path: Path) -> No
         loads.append(1)
         return Teacher()
 
-    label_cache(load, [("a", "bb")], tmp_path, 3, quiet=True)
+    label_cache(load, [("a", "bb")], tmp_path, 3, quiet=True, docs=None)
     # same file name, same lengths and labels, other words: the chunk's digest differs
-    (got,), speed = label_cache(load, [("ccc", "d")], tmp_path, 3, quiet=True)
+    (got,), speed = label_cache(load, [("ccc", "d")], tmp_path, 3, quiet=True, docs=None)
     assert len(loads) == 2 and speed["teacher_labeled_sentences"] == 1
     # log-softmax of [3, 0, 0] and [1, 0, 0], by hand
     e3, e1 = math.exp(3), math.exp(1)
@@ -349,7 +349,7 @@ def test_a_cache_chunk_of_other_sentences_is_labeled_again(tmp_path: Path) -> No
             [1 - math.log(e1 + 2), -math.log(e1 + 2), -math.log(e1 + 2)]]
     assert torch.allclose(got, torch.tensor(want), atol=1e-6)
     # the same sentences again come from the cache, the teacher not loaded
-    (again,), speed = label_cache(load, [("ccc", "d")], tmp_path, 3, quiet=True)
+    (again,), speed = label_cache(load, [("ccc", "d")], tmp_path, 3, quiet=True, docs=None)
     assert len(loads) == 2 and speed["teacher_labeled_sentences"] == 0
     assert torch.allclose(again, torch.tensor(want), atol=1e-6)
 

@@ -99,7 +99,7 @@ def test_a_document_teacher_labels_each_sentence_in_its_whole_document(
     assert torch.allclose(got, want, atol=1e-5)
     # context matters here: the same sentences labeled alone give other distributions
     alone = torch.cat([torch.log_softmax(x, -1) for d in documents
-                       for x in teacher.word_logits(d)])
+                       for x in teacher.word_logits(d, docs=None)])
     assert not torch.allclose(got, alone, atol=1e-3)
     from safetensors.torch import load_file
 
@@ -136,10 +136,12 @@ def test_labeling_seconds_are_summed_over_chunks_across_sessions(tmp_path: Path,
             return [torch.zeros(len(s), 3) for s in sentences]
 
     sentences = [("a",), ("b", "c"), ("d",)]
-    _, speed = teacher_cache.label_cache(Teacher, sentences, tmp_path, 3, chunk=2, quiet=True)
+    _, speed = teacher_cache.label_cache(Teacher, sentences, tmp_path, 3, chunk=2, quiet=True,
+                                         docs=None)
     assert speed == {"teacher_sentences": 3, "teacher_seconds": 5.0,
                      "teacher_sentences_per_second": 0.6, "teacher_labeled_sentences": 3}
-    _, again = teacher_cache.label_cache(Teacher, sentences, tmp_path, 3, chunk=2, quiet=True)
+    _, again = teacher_cache.label_cache(Teacher, sentences, tmp_path, 3, chunk=2, quiet=True,
+                                         docs=None)
     assert again == {**speed, "teacher_labeled_sentences": 0}
 
 
@@ -215,7 +217,7 @@ def test_jsonl_lines_sharing_a_doc_id_are_one_unlabeled_document(
     assert torch.allclose(got, want, atol=1e-5)
     # read apart, the first document's sentences would be labeled otherwise; read as one
     # document, the last two lines would too
-    apart = torch.cat([torch.log_softmax(x, -1) for x in teacher.word_logits(extra[0])])
+    apart = torch.cat([torch.log_softmax(x, -1) for x in teacher.word_logits(extra[0], docs=None)])
     assert not torch.allclose(got[:apart.shape[0]], apart, atol=1e-3)
     together = torch.cat([torch.log_softmax(x, -1) for x in teacher.word_logits(
         extra[1] + extra[2], docs=["d", "d"])])

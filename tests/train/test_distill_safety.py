@@ -124,7 +124,7 @@ class Teacher:
     def __init__(self) -> None:
         Teacher.loads += 1
 
-    def word_logits(self, sentences, batch_size):  # noqa: ANN001, ANN201
+    def word_logits(self, sentences, batch_size, docs):  # noqa: ANN001, ANN201
         return [torch.tensor([[float(len(w)), 0.0, 0.0] for w in s]) for s in sentences]
 
 
@@ -137,33 +137,33 @@ def test_a_label_cache_writes_only_into_an_empty_folder_or_its_own(tmp_path: Pat
     (users / "00000.safetensors").write_bytes(b"my weights")
     before, loads = snapshot(users), Teacher.loads
     with pytest.raises(SeqrepError, match="thesis") as err:
-        label_cache(Teacher, [("a", "bb")], users, 3, quiet=True)
+        label_cache(Teacher, [("a", "bb")], users, 3, quiet=True, docs=None)
     assert "\n" not in str(err.value)
     assert snapshot(users) == before and Teacher.loads == loads
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
     with pytest.raises(SeqrepError, match="a-file"):
-        label_cache(Teacher, [("a",)], a_file, 3, quiet=True)
+        label_cache(Teacher, [("a",)], a_file, 3, quiet=True, docs=None)
     # a missing folder and an empty one become caches; a cache seqrep made is reused
     for folder in (tmp_path / "new", tmp_path / "empty"):
         if folder.name == "empty":
             folder.mkdir()
-        label_cache(Teacher, [("a", "bb")], folder, 3, quiet=True)
-        label_cache(Teacher, [("a", "bb")], folder, 3, quiet=True)
+        label_cache(Teacher, [("a", "bb")], folder, 3, quiet=True, docs=None)
+        label_cache(Teacher, [("a", "bb")], folder, 3, quiet=True, docs=None)
     # in a cache seqrep made, only its own temporary files go: a killed write's chunk, not
     # another file whose name ends in .tmp
     cache = tmp_path / "new"
     (cache / ".00003.safetensors.tmp").write_bytes(b"half a chunk")
     (cache / ".notes.tmp").write_text("mine")
-    label_cache(Teacher, [("a", "bb")], cache, 3, quiet=True)
+    label_cache(Teacher, [("a", "bb")], cache, 3, quiet=True, docs=None)
     assert not (cache / ".00003.safetensors.tmp").exists()
     assert (cache / ".notes.tmp").read_text() == "mine"
     # a cache made before the mark (label chunks and nothing else) is read, not refused
     legacy = tmp_path / "legacy"
-    label_cache(Teacher, [("a", "bb")], legacy, 3, quiet=True)
+    label_cache(Teacher, [("a", "bb")], legacy, 3, quiet=True, docs=None)
     (legacy / "seqrep-labels.json").unlink()
     loads = Teacher.loads
-    label_cache(Teacher, [("a", "bb")], legacy, 3, quiet=True)
+    label_cache(Teacher, [("a", "bb")], legacy, 3, quiet=True, docs=None)
     assert Teacher.loads == loads
 
 
@@ -172,7 +172,8 @@ def test_chunks_take_the_umask_s_mode(tmp_path: Path) -> None:
     umask 022 (safetensors alone writes 0600)."""
     old = os.umask(0o022)
     try:
-        label_cache(Teacher, [("a", "bb"), ("c",)], tmp_path / "c", 3, quiet=True, chunk=1)
+        label_cache(Teacher, [("a", "bb"), ("c",)], tmp_path / "c", 3, quiet=True, chunk=1,
+                    docs=None)
     finally:
         os.umask(old)
     files = [p for p in (tmp_path / "c").iterdir()]

@@ -76,7 +76,8 @@ def test_auto_decoding_reports_the_decoding_it_saves(tiny, corpus, tmp_path: Pat
     reloaded = SequenceLabeler.from_pretrained(out)
     assert reloaded.config.decoding == best["decoding"]
     val = load_data(cfg.resolved("full")).eval
-    for a, b in zip(reloaded.word_logits([s.words for s in val]), captured[best["step"]]):
+    for a, b in zip(reloaded.word_logits([s.words for s in val], docs=None),
+                    captured[best["step"]]):
         assert torch.allclose(a, b, atol=1e-5)
     assert evaluate(reloaded, val)["f1"] == pytest.approx(best["f1"])
 
@@ -111,7 +112,8 @@ def test_full_finetuning_reloads_the_trained_weights(tiny, corpus, tmp_path: Pat
                                       repetitions=1, exit_layer=3).eval()
     base.head.load_state_dict(reloaded.head.state_dict())
     words = [["Obama", "visited", "the", "city", "of", "Paris", "."]]
-    assert not torch.allclose(reloaded.word_logits(words)[0], base.word_logits(words)[0])
+    assert not torch.allclose(reloaded.word_logits(words, docs=None)[0],
+                              base.word_logits(words, docs=None)[0])
 
 
 def test_mistyped_split_path_is_an_error(tiny, corpus, tmp_path: Path) -> None:

@@ -193,7 +193,7 @@ class OnnxLabeler(EncodesSentences):
 
     def map_words(self, sentences: Sequence[Sequence[str]],
                   fn: Callable[[Batch], torch.Tensor], batch_size: int = 32,
-                  batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None,
+                  batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None,
                   items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """Run ``fn`` (a batch -> ``(W, ...)`` rows) over ``sentences`` and reassemble one
         ``(words, ...)`` tensor per sentence, in input order (as SequenceLabeler does, with
@@ -202,19 +202,19 @@ class OnnxLabeler(EncodesSentences):
             sentences, batch_size, batch_tokens, docs, items)))
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None,
+                    batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None,
                     items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """One ``(words, num_labels)`` tensor of logits per sentence."""
-        return self.map_words(sentences, self, batch_size, batch_tokens, docs, items)
+        return self.map_words(sentences, self, batch_size, batch_tokens, docs=docs, items=items)
 
     def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
+                    batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None
                     ) -> list[torch.Tensor]:
         """One ``(words, H)`` tensor of exit-layer states per sentence."""
         if "states" not in self._outputs:
             raise ModelError("this ONNX graph has no 'states' output")
         return self.map_words(sentences, lambda b: torch.from_numpy(self.run(b, ["states"])[0]),
-                              batch_size, batch_tokens, docs)
+                              batch_size, batch_tokens, docs=docs)
 
     def layer_states(self, *args: Any, **kwargs: Any) -> list[torch.Tensor]:
         raise ModelError("probe mode (layer_states) needs the PyTorch labeler; the ONNX graph "

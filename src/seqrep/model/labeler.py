@@ -213,12 +213,13 @@ class SequenceLabeler(EncodesSentences, nn.Module):
     @torch.no_grad()
     def map_words(self, sentences: Sequence[Sequence[str]],
                   fn: Callable[[Batch], torch.Tensor], batch_size: int = 32,
-                  batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None,
+                  batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None,
                   items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """Run ``fn`` (a batch -> ``(W, ...)`` per-word rows) over ``sentences`` in inference
         mode and reassemble one ``(words, ...)`` tensor per sentence, in input order.
-        ``docs``: each sentence's document id, read with ``context="document"`` (see
-        :meth:`~seqrep.encode.pipeline.Encoder.items`); ``items``: the rows of ``sentences``
+        ``docs`` (required: no default silently means none): each sentence's document id,
+        read with ``context="document"`` (see :meth:`~seqrep.encode.pipeline.Encoder.items`),
+        or None for each sentence alone; ``items``: the rows of ``sentences``
         already built by ``encoder.items(sentences, docs=docs)``, computed as they are.
 
         Dropout is off inside (the module's own training flag is left as it is, so a pass
@@ -231,28 +232,31 @@ class SequenceLabeler(EncodesSentences, nn.Module):
                                                    items)))
 
     def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None
+                    batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None
                     ) -> list[torch.Tensor]:
-        """One ``(words, H)`` tensor of exit-layer states per sentence."""
+        """One ``(words, H)`` tensor of exit-layer states per sentence (``docs``: see
+        :meth:`map_words`)."""
         return self.map_words(sentences, lambda b: self.pool(self.hidden(b)[0], b).float(),
-                                  batch_size, batch_tokens, docs)
+                              batch_size, batch_tokens, docs=docs)
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None,
+                    batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None,
                     items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """One ``(words, num_labels)`` tensor of logits per sentence (``docs`` and
         ``items``: see :meth:`map_words`)."""
-        return self.map_words(sentences, self.forward, batch_size, batch_tokens, docs, items)
+        return self.map_words(sentences, self.forward, batch_size, batch_tokens, docs=docs,
+                              items=items)
 
     def layer_states(self, sentences: Sequence[Sequence[str]], layers: Sequence[int],
-                     batch_size: int = 32, batch_tokens: int | None = BATCH_TOKENS,
-                     docs: Sequence[Any] | None = None) -> list[torch.Tensor]:
+                     batch_size: int = 32, batch_tokens: int | None = BATCH_TOKENS, *,
+                     docs: Sequence[Any] | None) -> list[torch.Tensor]:
         """Probe mode: word states of several layers from one forward pass.
 
         Args:
             sentences: lists of words.
             layers: 1-based layer numbers up to the exit layer; the final norm is applied to
                 each when ``final_norm`` is on, as early exit at that layer would.
+            docs: see :meth:`map_words`.
 
         Returns:
             One ``(words, len(layers), H)`` tensor per sentence.
@@ -265,7 +269,7 @@ class SequenceLabeler(EncodesSentences, nn.Module):
             states = [last if x == n else norm(captured[x]) for x in layers]
             return torch.stack([self.pool(h, batch) for h in states], dim=1).float()
 
-        return self.map_words(sentences, fn, batch_size, batch_tokens, docs)
+        return self.map_words(sentences, fn, batch_size, batch_tokens, docs=docs)
 
 
 @contextlib.contextmanager

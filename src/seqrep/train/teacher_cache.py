@@ -183,17 +183,18 @@ def _cached(path: Path, digest: str, lengths: list[int], n_labels: int
 
 def label_cache(load_teacher: Callable[[], Any], sentences: list[tuple[str, ...]],
                 folder: Path, n_labels: int, batch_size: int = 64, chunk: int = CHUNK,
-                quiet: bool = False, docs: Sequence[Hashable | None] | None = None,
+                quiet: bool = False, *, docs: Sequence[Hashable | None] | None,
                 teacher_id: str = "") -> tuple[list[torch.Tensor], dict[str, Any]]:
     """The teacher's log-probabilities for every sentence (one ``(words, labels)`` tensor
     each), from ``folder``'s chunks where they hold them and from the teacher
     (``load_teacher()``, called only when a chunk is missing) otherwise; each new chunk is
     written atomically before the next is labeled. ``folder`` must be a label cache or new
-    (:func:`open_cache`). ``docs``: each sentence's document id,
-    for a teacher with document context (see the module docstring). ``teacher_id``: the
-    teacher's identity (:func:`teacher_key` and :func:`labeling_placement`), part of each
-    chunk's digest, so a folder shared by several students of one teacher holds only that
-    teacher's labels at one precision (one distillation at a time per folder).
+    (:func:`open_cache`). ``docs``: each sentence's document id, for a teacher with
+    document context (see the module docstring), or None for each sentence alone
+    (required). ``teacher_id``: the teacher's identity (:func:`teacher_key` and
+    :func:`labeling_placement`), part of each chunk's digest, so a folder shared by several
+    students of one teacher holds only that teacher's labels at one precision (one
+    distillation at a time per folder).
 
     Returns:
         The tensors, and the labeling's figures: ``teacher_sentences`` (all of them),
@@ -216,9 +217,8 @@ def label_cache(load_teacher: Callable[[], Any], sentences: list[tuple[str, ...]
         if got is None:
             teacher = teacher or load_teacher()
             start = time.perf_counter()
-            kw = {} if part_docs is None else {"docs": part_docs}
             logp = [torch.log_softmax(x.float(), -1) for x in
-                    teacher.word_logits([list(s) for s in part], batch_size, **kw)]
+                    teacher.word_logits([list(s) for s in part], batch_size, docs=part_docs)]
             took = time.perf_counter() - start
             labeled += len(part)
             tmp = folder / f".{path.name}.tmp"
@@ -263,7 +263,8 @@ def teacher_logp(teacher: Path, tcfg: LabelerConfig, train_config: TrainConfig,
 
     identity = f"{key or teacher_key(teacher)} {labeling_placement(train_config)}"
     logp, speed = label_cache(load_teacher, sentences, cache, len(tcfg.labels),
-                              train_config.eval_batch_size, chunk, quiet, docs, identity)
+                              train_config.eval_batch_size, chunk, quiet, docs=docs,
+                              teacher_id=identity)
     if docs is None:
         by_words = dict(zip(sentences, logp))
         logp = [by_words[w] for w in words]
