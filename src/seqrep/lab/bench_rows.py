@@ -138,7 +138,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
             ) -> list[torch.Tensor]:
         if mode != "full_hidden_states":
             return lab.word_states(batch_words, bs, batch_tokens, docs=ids)
-        return _authors_way(lab, batch_words, bs, batch_tokens, exit_layer)
+        return _authors_way(lab, batch_words, bs, batch_tokens, exit_layer, ids)
 
     run(words[:batch_size], batch_size, docs[:batch_size] if docs else None)  # warm-up
     times = []
@@ -192,9 +192,10 @@ def _export(model: str, repetitions: int, exit_layer: int | None, folder: str,
 
 
 def _authors_way(lab: Any, words: list[list[str]], bs: int, batch_tokens: int | None,
-                 layer: int) -> list[torch.Tensor]:
+                 layer: int, docs: list[Any] | None) -> list[torch.Tensor]:
     """Full forward with every hidden state, then layer ``layer`` (+ final norm), as the
-    authors' code reads an early-exit state."""
+    authors' code reads an early-exit state; ``docs``: the sentences' document ids (None:
+    each alone), as the cut rows read them."""
     from seqrep.model.backbone import get_final_norm
 
     norm = get_final_norm(lab.backbone)
@@ -209,4 +210,4 @@ def _authors_way(lab: Any, words: list[list[str]], bs: int, batch_tokens: int | 
         h = h if layer == n else norm(h)  # the last entry is already normed
         return lab.pool(h, batch).float()
 
-    return lab.map_words(words, fn, bs, batch_tokens)
+    return lab.map_words(words, fn, bs, batch_tokens, docs=docs)
