@@ -185,10 +185,11 @@ def neighbours_change_labels(doc_labeler, sentence_labeler) -> bool:  # noqa: AN
 def sharp_document_labeler(model: str, labels: list[str], **kw):  # noqa: ANN003, ANN201
     """A frozen labeler of ``model`` with document context (windows of 24 subtokens, greedy)
     and a random head made steeper (seed 4), so a change of context shows in its tags; in
-    eval mode. ``kw``: other settings (``exit_layer``)."""
+    eval mode, every layer unless ``kw`` says otherwise (``exit_layer``)."""
     from seqrep.model.labeler import SequenceLabeler
 
     torch.manual_seed(0)
+    kw = {"exit_layer": "all", **kw}  # the seeds were chosen on the whole model
     lab = SequenceLabeler.from_model(model, labels=labels, repetitions=1, finetune="frozen",
                                      decoding="greedy", context="document", context_tokens=24,
                                      **kw)

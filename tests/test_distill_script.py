@@ -78,7 +78,8 @@ if args[0] in ("train", "distill"):
     out.mkdir(parents=True, exist_ok=True)
     if out.name == os.environ.get("STUB_INTERRUPT"):
         sys.exit(1)  # killed: the folder is there, its metrics.json is not
-    layer = int(opt("--exit-layer")) if "--exit-layer" in args else None
+    layer = opt("--exit-layer") if "--exit-layer" in args else "all"
+    layer = None if layer == "all" else int(layer)  # run.json holds all as null
     model = opt("--model" if args[0] == "train" else "--student")
     (out / "run.json").write_text(json.dumps({"labeler": {
         "model": model, "repetitions": int(opt("-r")), "exit_layer": layer,
@@ -186,6 +187,8 @@ def test_the_script_skips_resumes_shares_one_label_cache_and_summarises(stubbed)
     assert calls[0][1:8] == ["--model", "gemma3-270m", "--dataset", "conll2003", "-r", "1",
                              "--exit-layer"] and calls[0][8] == "11"
     assert ["--lr", "5e-5", "--epochs", "1"] == calls[0][9:13]
+    # the encoders ran whole: a student line's "-" names every layer, whatever the default
+    assert [c[c.index("--exit-layer") + 1] for c in calls[1:]] == ["all"] * 4
     assert not any("--seed" in c for c in calls)
     # ONLY=NAME: that student alone, the interrupted one left as it is
     only = _run(script, env, "students", ONLY="gemma-r0-full")

@@ -35,7 +35,7 @@ def texts() -> list[str]:
 def labeler_dir(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A saved tiny labeler (random llama backbone, r=1, frozen: the head references it)."""
     lab = SequenceLabeler.from_model(tiny("llama", 2), labels=LABELS, repetitions=1,
-                                     finetune="frozen")
+                                     finetune="frozen", exit_layer="all")  # both layers
     return lab.save_pretrained(tmp_path_factory.mktemp("serve") / "labeler")
 
 

@@ -63,10 +63,9 @@ class LabelerConfig(ConfigBase):
                            "auto")
     repetitions: int = _f(1, "r: the sentence is fed r + 1 times")
     unmask: str = _f("none", "bidirectional layers: none, full, middle or a list")
-    exit_layer: int | str | None = _f(EXIT_DEFAULT, "the layer labels are read from: a number, "
-                                                    "a fraction of the depth, all, or auto "
-                                                    "(picked by a probe)",
-                                      shown="2/3 of a decoder, all of an encoder")
+    exit_layer: int | str | None = _f(EXIT_DEFAULT, "read labels from layer N, a fraction of "
+                                                    "the depth, all, or auto (probed)",
+                                      shown="2/3; encoders: all")
     final_norm: bool = _f(True, "apply the final norm to the exit layer's states")
     subtoken: str = _f("first", "where a word is read: first, last or mean subtoken")
     read: str = _f("last", "copies read: last (the paper's) or mean")
