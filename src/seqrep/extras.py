@@ -19,6 +19,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "qlora": ("bitsandbytes",),
     "gguf": ("gguf",),
     "datasets": ("datasets", "pyarrow"),
+    "ray": ("ray",),
 }
 
 

@@ -1,8 +1,10 @@
 """Prediction input files: one text per ``\\n`` line, or a ``.jsonl`` file of one JSON object
 per line with ``"text"`` (raw text) or ``"words"`` (a list of words), and optionally
 ``"doc_id"`` (a string or null, as in a JSONL dataset): consecutive lines with the same
-``doc_id`` are one document, labeled together by a labeler with document context.
-``seqrep predict --input`` reads its file this way with or without ``--output``.
+``doc_id`` are one document, labeled together by a labeler with document context. A
+``.parquet`` file holds the same fields as columns, one row per text; its "lines" are its
+rows, counted from 1. ``seqrep predict --input`` reads its file this way with or without
+``--output``, and with either engine.
 """
 
 from __future__ import annotations
@@ -61,10 +63,51 @@ def read_records(path: Path, words: bool = False, skip: int = 0
     ``skip``: a ``.jsonl`` file's records (``"text"`` or ``"words"``, and an optional
     ``"doc_id"``: consecutive lines with the same one are one document), else the line itself
     (no ``doc_id``); ``words`` makes every text pre-tokenized (whitespace-separated words)."""
+    if Path(path).suffix == ".parquet":
+        yield from _parquet_records(path, words, skip)
+        return
     jsonl = Path(path).suffix == ".jsonl"
     for n, line in read_lines(path, skip):
         text, pre, doc = _item(path, n, line, jsonl)
         yield n, text, pre or words, doc
+
+
+def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of a parquet file as dicts, read a row group at a time."""
+    from seqrep.extras import require
+
+    require("datasets", "a .parquet input", ("pyarrow",))
+    import pyarrow.parquet as pq
+
+    try:
+        f = pq.ParquetFile(path)
+        names = set(f.schema_arrow.names)
+    except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        raise DataError(path, f"not a readable parquet file ({str(err)[:120]})") from None
+    if not names & {"text", "words"}:
+        raise DataError(path, f"no \"text\" or \"words\" column (columns: "
+                              f"{', '.join(sorted(names))[:200]}); expected one of them")
+    columns = [c for c in ("text", "words", "doc_id") if c in names]
+    for batch in f.iter_batches(batch_size=1024, columns=columns):
+        yield from batch.to_pylist()
+
+
+def _parquet_records(path: Path, words: bool, skip: int
+                     ) -> Iterator[tuple[int, str, bool, str | None]]:
+    """:func:`read_records` of a parquet file: each row checked as a JSONL line is."""
+    for n, row in enumerate(_parquet_rows(path), 1):
+        if n <= skip:
+            continue
+        row = {k: v for k, v in row.items() if v is not None or k == "doc_id"}
+        text, pre, doc = _item(path, n, json.dumps(row, ensure_ascii=False), True)
+        yield n, text, pre or words, doc
+
+
+def count_records(path: Path) -> int:
+    """How many texts a prediction input holds: its lines, or a parquet file's rows."""
+    if Path(path).suffix == ".parquet":
+        return sum(1 for _ in _parquet_rows(path))
+    return sum(1 for _ in read_lines(path))
 
 
 def read_items(path: Path, words: bool = False, skip: int = 0

@@ -25,7 +25,7 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,7 +69,12 @@ def label_items(labeler: SequenceLabeler, items: Sequence[tuple[Any, ...]],
 
 
 def _is_prediction_file(path: Path) -> bool:
-    """An empty file, or one whose first line is a seqrep prediction record."""
+    """An empty file, or one whose first line is a seqrep prediction record (a ``.parquet``
+    file: one with the records' columns)."""
+    if Path(path).suffix == ".parquet":
+        from seqrep.records import is_prediction_parquet
+
+        return is_prediction_parquet(path)
     with open(path, "rb") as f:
         head = f.read(1 << 20)
     if not head:
@@ -183,8 +188,13 @@ def prepare(source: Path, output: Path, identity: dict[str, Any], overwrite: boo
         ConfigError: a path refused, or a partial output from another input or labeler.
     """
     source, output = Path(source), Path(output)
-    check_paths(source, output, overwrite, bookkeeping=_meta(output))
+    check_paths(source, output, overwrite, bookkeeping=(
+        *_meta(output), output.with_name(output.name + ".partial.parquet")))
     total, size, digest = scan(source)
+    if source.suffix == ".parquet":  # its texts are rows, not lines
+        from seqrep.inputs import count_records
+
+        total = count_records(source)
     made_from = json.loads(json.dumps({"input": str(source.resolve()), "size": size,
                                        "sha256": digest, "labeler": identity}))
     partial, meta = _meta(output)
@@ -257,8 +267,11 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
                  decoding: str | None = None, batch_size: int = 32, chunk: int | None = None,
                  progress: Callable[[int, int], None] | None = None,
                  accelerator: Any = None, words: bool = False, plan: Plan | None = None,
-                 overwrite: bool = False, log: Callable[[str], None] | None = None) -> int:
-    """Label every line of ``source`` into ``output`` (JSON lines, one per input line).
+                 overwrite: bool = False, log: Callable[[str], None] | None = None,
+                 label: Callable[[Iterator[list[tuple[Any, ...]]]],
+                                 Iterator[list[dict[str, Any]]]] | None = None) -> int:
+    """Label every line of ``source`` into ``output`` (JSON lines, one per input line; a
+    ``.parquet`` output is written from them when all are done).
 
     Args:
         chunk: texts per chunk and process (default :data:`CHUNK`).
@@ -270,6 +283,10 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
         progress: ``(done, total)`` once before the first chunk (``done`` > 0 when
             resuming) and after each chunk.
         log: a line for the user (``resuming after N records``).
+        label: another engine (:mod:`seqrep.integrations.ray`): the records of each chunk of
+            :func:`seqrep.inputs.read_records` items, chunk by chunk in their order; then
+            ``labeler`` is not used, chunks and resumption keep every ``doc_id`` run whole
+            whatever the labeler's context, and ``accelerator`` must be None.
 
     Returns:
         The number of records in ``output``.
@@ -284,7 +301,7 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
                                                         words=words), overwrite, main)
     partial, meta = _meta(output)
     done = 0
-    whole = labeler_context(labeler).documents
+    whole = label is not None or labeler_context(labeler).documents
     if main:
         if partial.exists():
             done = complete_lines(partial)
@@ -306,7 +323,10 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
     pieces = chunks(read_records(source, words, skip=done), chunk, whole)
     out = open(partial, "ab") if main else None  # noqa: SIM115 - closed below
     try:
-        while True:
+        if label is not None:
+            for records in label(pieces):
+                done = _append(out, records, done, total, progress)
+        while label is None:
             rounds = [next(pieces, []) for _ in range(world)]
             if not any(rounds):
                 break
@@ -317,20 +337,34 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
 
                 parts = dict(gather_object([(rank, records)]))
                 records = [r for k in range(world) for r in parts[k]]
-            if out is not None:
-                out.write(b"".join(json.dumps(r, ensure_ascii=False).encode("utf-8") + b"\n"
-                                   for r in records))
-                out.flush()
-                os.fsync(out.fileno())
-            done += len(records)
-            if progress:
-                progress(done, total)
+            done = _append(out, records, done, total, progress)
     finally:
         if out is not None:
             out.close()
     if main:
-        os.replace(partial, output)
+        if output.suffix == ".parquet":
+            from seqrep.records import jsonl_to_parquet
+
+            jsonl_to_parquet(partial, output)  # written beside OUT, then renamed onto it
+            partial.unlink()
+        else:
+            os.replace(partial, output)
         meta.unlink(missing_ok=True)
+    return done
+
+
+def _append(out: Any, records: list[dict[str, Any]], done: int, total: int,
+            progress: Callable[[int, int], None] | None) -> int:
+    """Append ``records`` as whole JSON lines, synced to disk (none when ``out`` is None: not
+    the main process); the count of records done after them."""
+    if out is not None:
+        out.write(b"".join(json.dumps(r, ensure_ascii=False).encode("utf-8") + b"\n"
+                           for r in records))
+        out.flush()
+        os.fsync(out.fileno())
+    done += len(records)
+    if progress:
+        progress(done, total)
     return done
 
 

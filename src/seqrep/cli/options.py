@@ -56,14 +56,15 @@ PANELS: dict[str, str] = {
                     DISTILLATION),
     **dict.fromkeys((
         "host", "port", "max_batch_tokens", "max_wait_ms", "max_text_chars", "max_texts",
-        "max_queue", "request_timeout", "max_connections", "log_level"), SERVING),
+        "max_queue", "request_timeout", "max_connections", "log_level", "ray", "replicas"),
+        SERVING),
     **dict.fromkeys(("repeats", "latency_sentences", "encoder", "baseline"), BENCHMARK),
     **dict.fromkeys((  # what a command writes and says
         "output", "overwrite", "resume", "quiet", "as_json", "output_format", "predictions",
         "onnx", "opset", "check", "tolerance", "int8", "out", "notes"), OUTPUT),
     **dict.fromkeys((  # how and where the model runs
         "batch_size", "max_tokens", "precisions", "runtime", "device", "precision",
-        "threads"), RUNTIME),
+        "threads", "engine", "actors", "address"), RUNTIME),
     # the Hub: what push writes (and where), the revision of a model a command names
     **dict.fromkeys(("repo", "private", "commit_message"), OUTPUT), "revision": MODEL,
 }

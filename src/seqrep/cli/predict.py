@@ -60,6 +60,13 @@ def predict(
     precision: str = inference_option("precision"),
     runtime: str = inference_option("runtime"),
     revision: str | None = revision_option(),
+    engine: str = typer.Option("local", "--engine",
+                               help="local (this process, or torchrun's) or ray (Ray Data "
+                                    "actors; needs --input and --output)"),
+    actors: int = typer.Option(1, "--actors", help="with --engine ray: how many actors label"),
+    address: str | None = typer.Option(
+        None, "--address", help="with --engine ray: the Ray cluster to join (default: "
+        "RAY_ADDRESS, else a Ray runtime started on this machine)"),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="with --output: replace a file that is no seqrep output, "
         "or a partial one of another input or labeler"),
@@ -80,16 +87,38 @@ def predict(
     run = with_revision(run, revision)
     if output_format not in ("jsonl", "conll"):
         raise ConfigError(f"--format {output_format!r}; expected jsonl or conll")
+    _check_engine(engine, actors, address, input, output)
     if output is not None:
         if input is None:
             raise ConfigError("--output needs --input FILE (the texts to label)")
         if output_format != "jsonl":
             raise ConfigError("--output writes JSON lines; use --format jsonl")
-        _predict_to_file(run, input, output, settings, words, overwrite)
+        _predict_to_file(run, input, output, settings, words, overwrite,
+                         (engine, actors, address))
     elif input is not None:
         _file_to_stdout(run, input, settings, words, output_format)
     else:
         _texts_to_stdout(run, _texts(text), settings, words, output_format)
+
+
+def _check_engine(engine: str, actors: int, address: str | None, input: Path | None,
+                  output: Path | None) -> None:
+    """The engine options, checked before anything loads (Ray's extra included)."""
+    from seqrep.errors import ConfigError
+
+    if engine not in ("local", "ray"):
+        raise ConfigError(f"--engine {engine!r}; expected local or ray")
+    if engine == "local":
+        if actors != 1 or address is not None:
+            raise ConfigError("--actors and --address need --engine ray")
+        return
+    if input is None or output is None:
+        raise ConfigError("--engine ray needs --input FILE and --output FILE")
+    if actors < 1:
+        raise ConfigError(f"--actors {actors}; expected 1 or more")
+    from seqrep.extras import require
+
+    require("ray", "seqrep predict --engine ray")
 
 
 def _texts(text: str | None) -> list[str]:
@@ -157,9 +186,10 @@ def _write(record: dict, output_format: str) -> None:
 
 
 def _predict_to_file(run: Path, input: Path, output: Path, settings: InferenceConfig,
-                     words: bool, overwrite: bool) -> None:
+                     words: bool, overwrite: bool,
+                     engine: tuple[str, int, str | None] = ("local", 1, None)) -> None:
     """``--output``: paths and an existing partial output checked before the model loads,
-    then streamed (:func:`seqrep.stream.predict_file`)."""
+    then streamed (:func:`seqrep.stream.predict_file`), here or by Ray actors."""
     import os
 
     from accelerate import PartialState
@@ -172,6 +202,9 @@ def _predict_to_file(run: Path, input: Path, output: Path, settings: InferenceCo
                                                precision=settings.precision,
                                                decoding=settings.decoding, words=words),
                    overwrite, main=os.environ.get("RANK", "0") == "0")
+    if engine[0] == "ray":
+        _predict_with_ray(run, input, output, settings, words, overwrite, plan, engine)
+        return
     labeler = _loaded(run, settings, say=False)
     state = PartialState(cpu=labeler.placement.device.type == "cpu")
     main = state.is_main_process
@@ -195,3 +228,20 @@ def _predict_to_file(run: Path, input: Path, output: Path, settings: InferenceCo
         new, seconds = n - (first[0] if first else 0), time.perf_counter() - start
         typer.echo(f"{n} records -> {output} ({new} labeled in {seconds:.1f} s, "
                    f"{new / max(seconds, 1e-3):.1f} texts/s)", err=True)
+
+
+def _predict_with_ray(run: Path, input: Path, output: Path, settings: InferenceConfig,
+                      words: bool, overwrite: bool, plan: Any,
+                      engine: tuple[str, int, str | None]) -> None:
+    """``--engine ray``: the checked plan labeled by Ray Data actors
+    (:func:`seqrep.integrations.ray.predict_with_ray`)."""
+    from seqrep.integrations.ray import predict_with_ray
+    from seqrep.stream import stderr_progress
+
+    _, actors, address = engine
+    start = time.perf_counter()
+    n = predict_with_ray(run, input, output, settings, actors=actors, address=address,
+                         words=words, overwrite=overwrite, plan=plan,
+                         log=lambda m: typer.echo(m, err=True), progress=stderr_progress())
+    typer.echo(f"{n} records -> {output} ({time.perf_counter() - start:.1f} s with {actors} "
+               f"Ray actor{'s' if actors > 1 else ''})", err=True)

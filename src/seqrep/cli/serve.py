@@ -37,6 +37,13 @@ def _params() -> list:
         *(p(name, kind, inference_option(name)) for name, kind in (
             ("threads", int | None), ("runtime", str), ("device", str), ("precision", str))),
         p("revision", str | None, revision_option()),
+        p("ray", bool, typer.Option(False, "--ray", help="serve from Ray Serve replicas, "
+                                                         "each with its own batcher")),
+        p("replicas", int, typer.Option(1, "--replicas", help="with --ray: how many "
+                                                              "replicas")),
+        p("address", str | None, typer.Option(
+            None, "--address", help="with --ray: the Ray cluster to join (default: "
+            "RAY_ADDRESS, else a Ray runtime started on this machine)")),
         p("log_level", str, typer.Option("info", "--log-level", help="uvicorn log level")),
     ]
 
@@ -76,6 +83,9 @@ def serve_command(values: dict[str, Any]) -> None:
     log_level = values["log_level"]
     logging.basicConfig(format="%(levelname)s:     %(name)s: %(message)s",
                         level=getattr(logging, log_level.upper(), logging.INFO))
+    if values["ray"] or values["replicas"] != 1 or values["address"] is not None:
+        _serve_with_ray(run, values, settings, inference)
+        return
     sock = bind_socket(values["host"], values["port"])  # before the model loads: a busy port
     try:
         app = create_app(run, settings=settings,
@@ -84,6 +94,29 @@ def serve_command(values: dict[str, Any]) -> None:
         sock.close()
         raise
     make_server(app, settings=settings, log_level=log_level).run(sockets=[sock])
+
+
+def _serve_with_ray(run: Any, values: dict[str, Any], settings: Any, inference: Any) -> None:
+    """``--ray``: the same app from ``--replicas`` Ray Serve replicas behind Ray's proxy on
+    ``--host:--port`` (:mod:`seqrep.integrations.ray_serve`), until Ctrl+C."""
+    from seqrep.errors import ConfigError
+    from seqrep.extras import require
+    from seqrep.model.io import read_config
+    from seqrep.serve.server import bind_socket
+
+    if not values["ray"]:
+        raise ConfigError("--replicas and --address need --ray")
+    if values["replicas"] < 1:
+        raise ConfigError(f"--replicas {values['replicas']}; expected 1 or more")
+    require("ray", "seqrep serve --ray")
+    read_config(run)  # a folder that holds no labeler: one line, before Ray starts
+    bind_socket(values["host"], values["port"]).close()  # a busy port: one line, now
+    from seqrep.integrations.ray_serve import run as run_on_ray
+
+    typer.echo(f"starting Ray Serve: {values['replicas']} replica(s) of {run} on "
+               f"http://{values['host']}:{values['port']}", err=True)
+    run_on_ray(run, host=values["host"], port=values["port"], replicas=values["replicas"],
+               settings=settings, inference=inference, address=values["address"])
 
 
 serve = command(serve_command, _params(), serve_command.__doc__ or "")

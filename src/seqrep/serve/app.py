@@ -56,6 +56,7 @@ class _State:
     """What one app serves: the labeler (once loaded), its config, batcher and metrics."""
 
     inference = InferenceConfig()  # how run_dir's labeler loads and runs (create_app's)
+    gate: Callable[[], str | None] | None = None  # create_app's: what else /health awaits
 
     def __init__(self, source: str, config: LabelerConfig | None,
                  labeler: SequenceLabeler | None, settings: ServeSettings) -> None:
@@ -210,8 +211,8 @@ def _disconnected(request: Request) -> Callable[[], Awaitable[None]]:
 # ----------------------------------------------------------------------------- the app
 def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | None = None,
                settings: ServeSettings | None = None, inference: InferenceConfig | None = None,
-               runtime: str = "auto", device: str = "auto", precision: str = "auto"
-               ) -> FastAPI:
+               runtime: str = "auto", device: str = "auto", precision: str = "auto",
+               gate: Callable[[], str | None] | None = None) -> FastAPI:
     """The FastAPI application serving a saved labeler.
 
     Args:
@@ -223,10 +224,13 @@ def create_app(run_dir: str | Path | None = None, *, labeler: SequenceLabeler | 
             its options); default: one of ``runtime``, ``device`` and ``precision``.
         runtime: torch, onnx, onnx-int8 or auto (see :func:`seqrep.export.load_labeler`).
         device, precision: where ``run_dir``'s model runs (as the commands' options).
+        gate: what else ``/health`` waits for once this app's model is loaded: None when
+            ready, else why not (a Ray Serve replica waits for every replica).
     """
     if run_dir is None and labeler is None:
         raise ValueError("give run_dir or labeler")
     state = _serving(run_dir, labeler, settings or ServeSettings())
+    state.gate = gate
     state.inference = inference or InferenceConfig(runtime=runtime, device=device,
                                                    precision=precision)
     # FastAPIOffline: the /docs and /redoc pages load their scripts from this server
@@ -293,8 +297,12 @@ def _status_routes(app: FastAPI, state: _State) -> None:
         """200 ``{"status": "ok"}`` once the model is loaded; 503 before (or if it failed)."""
         if state.failure:
             return JSONResponse({"status": "error", "error": state.failure}, 503)
-        if state.ready.is_set():
+        waiting = state.gate() if state.gate is not None and state.ready.is_set() else None
+        if state.ready.is_set() and waiting is None:
             return JSONResponse({"status": "ok"})
+        if waiting is not None:
+            return JSONResponse({"status": "loading", "waiting_for": waiting}, 503,
+                                headers={"Retry-After": str(state.settings.retry_after_s)})
         return JSONResponse({"status": "loading"}, 503,
                             headers={"Retry-After": str(state.settings.retry_after_s)})
 
