@@ -26,7 +26,7 @@ def _params() -> list[inspect.Parameter]:
     own = [
         inspect.Parameter("teacher", kw, annotation=str, default=typer.Argument(
             ..., help="the teacher: a finished run folder (seqrep train's --output), or a "
-                      "labeler on the Hugging Face Hub, org/name[@revision]")),
+                      "labeler on the Hugging Face Hub, org/name or org/name@revision")),
         inspect.Parameter("student", kw, annotation=str, default=typer.Option(
             ..., "--student", help="the student's model: packaged alias, local folder or "
                                    "Hugging Face hub id")),
