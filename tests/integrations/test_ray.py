@@ -314,3 +314,49 @@ def test_health_waits_for_every_replica() -> None:
         assert replica.waiting_for() is None  # remembered: autoscaling never unreadies it
     finally:
         ray.serve.status = real
+
+
+def test_an_actor_killed_mid_run_loses_or_repeats_no_record(
+        ray_runtime: None, labeler_dir: Path, corpus: tuple, tmp_path: Path) -> None:
+    """SIGKILL one labeling actor once the first records are written: Ray restarts it and
+    retries its chunk, or the run stops with one line; either way the output holds whole
+    records, each once, in order (a stopped run keeps a partial that is a prefix)."""
+    import signal
+
+    import psutil
+
+    from seqrep.config import InferenceConfig
+    from seqrep.integrations.ray import RayError, predict_with_ray
+
+    source, expected = corpus
+    big = tmp_path / "in.jsonl"
+    big.write_bytes(source.read_bytes() * 3)
+    out = tmp_path / "out.jsonl"
+    result: list[object] = []
+
+    def work() -> None:
+        try:
+            result.append(predict_with_ray(labeler_dir, big, out, InferenceConfig(threads=1),
+                                           actors=2))
+        except RayError as err:
+            result.append(err)
+
+    worker = threading.Thread(target=work, daemon=True)
+    worker.start()
+    partial = tmp_path / "out.jsonl.partial"
+    end = time.monotonic() + 120
+    while time.monotonic() < end and not (partial.exists() and partial.stat().st_size):
+        time.sleep(0.05)
+    # Ray names an actor's process after its class (no dashboard here for the state API)
+    victims = [p.pid for p in psutil.process_iter(["cmdline"])
+               if "MapWorker(MapBatches(SeqrepLabeler))" in " ".join(p.info["cmdline"] or [])]
+    assert victims, "no labeling actor alive to kill"
+    os.kill(victims[0], signal.SIGKILL)
+    worker.join(300)
+    assert result, "the run never ended"
+    if isinstance(result[0], RayError):
+        assert len(str(result[0]).splitlines()) == 1
+        lines = _lines(partial)
+        assert lines == (expected * 3)[:len(lines)] and not out.exists()
+    else:
+        assert result[0] == 3000 and _lines(out) == expected * 3
