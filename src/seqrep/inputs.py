@@ -72,8 +72,8 @@ def read_records(path: Path, words: bool = False, skip: int = 0
         yield n, text, pre or words, doc
 
 
-def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
-    """The rows of a parquet file as dicts, read a row group at a time."""
+def _parquet_file(path: Path) -> Any:
+    """A parquet file opened with a text or words column, or one line saying why not."""
     from seqrep.extras import require
 
     require("datasets", "a .parquet input", ("pyarrow",))
@@ -87,6 +87,13 @@ def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
     if not names & {"text", "words"}:
         raise DataError(path, f"no \"text\" or \"words\" column (columns: "
                               f"{', '.join(sorted(names))[:200]}); expected one of them")
+    return f
+
+
+def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of a parquet file as dicts, read a row group at a time."""
+    f = _parquet_file(path)
+    names = set(f.schema_arrow.names)
     columns = [c for c in ("text", "words", "doc_id") if c in names]
     for batch in f.iter_batches(batch_size=1024, columns=columns):
         yield from batch.to_pylist()
@@ -106,7 +113,7 @@ def _parquet_records(path: Path, words: bool, skip: int
 def count_records(path: Path) -> int:
     """How many texts a prediction input holds: its lines, or a parquet file's rows."""
     if Path(path).suffix == ".parquet":
-        return sum(1 for _ in _parquet_rows(path))
+        return _parquet_file(path).metadata.num_rows  # from the footer: no row decoded
     return sum(1 for _ in read_lines(path))
 
 

@@ -322,21 +322,9 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
         progress(done, total)
     pieces = chunks(read_records(source, words, skip=done), chunk, whole)
     out = open(partial, "ab") if main else None  # noqa: SIM115 - closed below
+    label = label or _here(labeler, decoding, batch_size, world, rank)
     try:
-        if label is not None:
-            for records in label(pieces):
-                done = _append(out, records, done, total, progress)
-        while label is None:
-            rounds = [next(pieces, []) for _ in range(world)]
-            if not any(rounds):
-                break
-            records = label_items(labeler, [x[1:] for x in rounds[rank]], decoding,
-                                  batch_size)
-            if world > 1:
-                from accelerate.utils import gather_object
-
-                parts = dict(gather_object([(rank, records)]))
-                records = [r for k in range(world) for r in parts[k]]
+        for records in label(pieces):
             done = _append(out, records, done, total, progress)
     finally:
         if out is not None:
@@ -351,6 +339,29 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
             os.replace(partial, output)
         meta.unlink(missing_ok=True)
     return done
+
+
+def _here(labeler: SequenceLabeler, decoding: str | None, batch_size: int, world: int,
+          rank: int) -> Callable[[Iterator[list[tuple[Any, ...]]]],
+                                 Iterator[list[dict[str, Any]]]]:
+    """The local engine of :func:`predict_file`: this process labels every ``world``-th
+    chunk and, under a distributed launch, gathers each round's records in input order."""
+
+    def label(pieces: Iterator[list[tuple[Any, ...]]]) -> Iterator[list[dict[str, Any]]]:
+        while True:
+            rounds = [next(pieces, []) for _ in range(world)]
+            if not any(rounds):
+                return
+            records = label_items(labeler, [x[1:] for x in rounds[rank]], decoding,
+                                  batch_size)
+            if world > 1:
+                from accelerate.utils import gather_object
+
+                parts = dict(gather_object([(rank, records)]))
+                records = [r for k in range(world) for r in parts[k]]
+            yield records
+
+    return label
 
 
 def _append(out: Any, records: list[dict[str, Any]], done: int, total: int,
