@@ -8,10 +8,14 @@ through seqrep's bounded JSON reader).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
-from peers.common import HarnessError, write_json
+if __package__ in (None, ""):  # run as a script: the harness's package lies one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from peers.common import HarnessError, write_json, write_text
 
 COLUMNS = ("System", "What", "F1", "P", "R", "Train min", "Steps", "Status")
 
@@ -76,3 +80,161 @@ def table(records: list[dict[str, Any]]) -> str:
                  str(train.get("steps", "-")), status]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+# ---- the combined table, the plot and the docs page (issue 42, item 4) ---------------------
+
+SPEED_FILE = "peers-speed.json"
+TARGET_F1, TARGET_WORDS_PER_S = 91.6, 700.0  # spaCy's transformer pipeline's published F1
+ROW_COLUMNS = ("System", "Precision", "Test F1", "Words/s", "Sentences/s", "Peak MiB",
+               "Training min", "Steps", "Status")
+
+
+def rows(records: list[dict[str, Any]], speed: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """One row per labeling the speed run timed (a system at one precision), then one per
+    trained or failed system it did not time. A timed row's F1 is the one scored on that
+    labeling's own predictions (so at its precision); an untimed row's is its record's."""
+    by_system = {rec["system"]: rec for rec in records}
+    out: list[dict[str, Any]] = []
+    timed: set[str] = set()
+    for name, got in ((speed or {}).get("systems") or {}).items():
+        system = got.get("system", name)
+        timed.add(system)
+        rec = by_system.get(system, {})
+        train = got.get("train") or rec.get("train") or {}
+        test = got.get("test") or {}
+        ok = got.get("status") == "ok" and isinstance(test.get("f1"), int | float)
+        out.append({
+            "name": name, "system": system, "precision": got.get("precision", "-"),
+            "f1": test.get("f1") if ok else None, "words_per_s": got.get("words_per_s"),
+            "sentences_per_s": got.get("sentences_per_s"),
+            "peak_rss_mib": got.get("peak_rss_mib"), "train_s": train.get("seconds"),
+            "steps": train.get("steps"), "seqrep": system not in by_system,
+            "status": "ok" if ok else f"failed (speed): {got.get('error') or test.get('error')}"})
+    for rec in records:
+        if rec["system"] in timed:
+            continue
+        train, test = rec.get("train") or {}, rec.get("test") or {}
+        status = rec.get("status", "?")
+        if status == "failed":
+            status = f"failed ({rec.get('stage', '?')}): {rec.get('error', '')}"
+        else:
+            status = "not timed"
+        out.append({"name": rec["system"], "system": rec["system"], "precision": "fp32",
+                    "f1": test.get("f1"), "words_per_s": None, "sentences_per_s": None,
+                    "peak_rss_mib": None, "train_s": train.get("seconds"),
+                    "steps": train.get("steps"), "seqrep": False, "status": status})
+    return out
+
+
+def row_table(table_rows: list[dict[str, Any]]) -> str:
+    """The rows as a Markdown table (F1 in percent to two digits, training in minutes)."""
+    lines = ["| " + " | ".join(ROW_COLUMNS) + " |", "|" + "---|" * len(ROW_COLUMNS)]
+    for r in table_rows:
+        minutes = r["train_s"] / 60 if isinstance(r["train_s"], int | float) else None
+        cells = [f"**{r['name']}**" if r["seqrep"] else r["name"], r["precision"],
+                 _num(r["f1"]), _num(r["words_per_s"], 0), _num(r["sentences_per_s"], 1),
+                 _num(r["peak_rss_mib"], 0), _num(minutes, 1),
+                 str(r["steps"]) if r["steps"] is not None else "-", r["status"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(table_rows: list[dict[str, Any]], path: Path) -> int:
+    """F1 against words/s, one point per timed row with an F1 (seqrep's in another marker),
+    the issue's target (91.6 F1, 700 words/s) dashed; returns the number of points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = [r for r in table_rows if r["f1"] is not None and r["words_per_s"]]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for r in points:
+        ax.scatter(r["words_per_s"], r["f1"], marker="*" if r["seqrep"] else "o",
+                   s=140 if r["seqrep"] else 50, color="C3" if r["seqrep"] else "C0")
+        ax.annotate(f"{r['name']} ({r['precision']})", (r["words_per_s"], r["f1"]),
+                    textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.axhline(TARGET_F1, color="grey", linestyle="--", linewidth=0.8)
+    ax.axvline(TARGET_WORDS_PER_S, color="grey", linestyle="--", linewidth=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("words/s on the CoNLL-2003 test set (log scale)")
+    ax.set_ylabel("test F1 (strict IOB2, seqrep score)")
+    ax.set_title("CoNLL-2003: accuracy against speed, same machine, same threads")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return len(points)
+
+
+def load_speed(results_dir: Path) -> dict[str, Any] | None:
+    """results/peers-speed.json, or None before the speed run."""
+    path = Path(results_dir) / SPEED_FILE
+    if not path.exists():
+        return None
+    from seqrep.errors import ConfigError
+    from seqrep.fileio import read_json
+
+    try:
+        got = read_json(path, "the peers speed record", ConfigError)
+    except ConfigError as err:
+        raise HarnessError(str(err)) from None
+    if not isinstance(got, dict) or not isinstance(got.get("systems"), dict):
+        raise HarnessError(f"{path}: not a peers speed record (expected 'systems')")
+    return got
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python benchmarks/peers/results.py [--results DIR] [--page FILE] [--plot FILE]``:
+    print the combined table; with --page, write it into that Markdown file between the
+    markers ``<!-- peers-table -->`` and ``<!-- /peers-table -->`` (the rest of the page is
+    prose kept by hand), with --plot the figure."""
+    import argparse
+
+    repo = Path(__file__).resolve().parents[2]
+    p = argparse.ArgumentParser(description="the peers benchmark's table and plot")
+    p.add_argument("--results", type=Path, default=repo / "results")
+    p.add_argument("--page", type=Path, default=None)
+    p.add_argument("--plot", type=Path, default=None)
+    args = p.parse_args(argv)
+    try:
+        made = rows(load_records(args.results), load_speed(args.results))
+        text = row_table(made)
+        points = plot(made, args.plot) if args.plot is not None else 0
+        if args.page is not None:
+            figure = ""
+            if points:  # the figure, linked from the page's folder
+                import os
+
+                rel = os.path.relpath(args.plot.resolve(), args.page.resolve().parent)
+                figure = f"\n![test F1 against words/s]({Path(rel).as_posix()})\n"
+            fill_page(args.page, text + figure)
+        print(text, end="")
+    except HarnessError as err:
+        from peers.common import fail
+
+        fail(err)
+
+
+BEGIN, END = "<!-- peers-table -->", "<!-- /peers-table -->"
+
+
+def fill_page(page: Path, text: str) -> None:
+    """Replace what lies between the page's two markers by ``text``, atomically.
+
+    Raises:
+        HarnessError: the page is missing or lacks the markers (nothing is written).
+    """
+    if not Path(page).is_file():
+        raise HarnessError(f"--page {page}: no such file")
+    old = Path(page).read_text(encoding="utf-8")
+    start, end = old.find(BEGIN), old.find(END)
+    if start < 0 or end < start:
+        raise HarnessError(f"--page {page}: expected the markers {BEGIN} and {END}, in order")
+    new = old[:start + len(BEGIN)] + "\n\n" + text + "\n" + old[end:]
+    write_text(page, new)
+
+
+if __name__ == "__main__":
+    main()

@@ -43,6 +43,9 @@ class Entry:
     timing: Path | None
     precision: str
     threads: int = 2
+    stdout_json: bool = False  # the labeling seconds are the "seconds" of a JSON on stdout
+    train: dict[str, Any] | None = None  # a seqrep run's training record, for the table
+    system: str | None = None  # the trained system this labeling is of (default: name)
 
 
 def _peer_entries(names: str | None, work: Path, data: Path, threads: int,
@@ -65,7 +68,8 @@ def _peer_entries(names: str | None, work: Path, data: Path, threads: int,
                    str(timing)]
             if system.peer == "hf":
                 cmd += ["--precision", precision]
-            entries.append(Entry(name, cmd, out, timing, precision, threads))
+            entries.append(Entry(name, cmd, out, timing, precision, threads,
+                                 system=system.name))
     return entries
 
 
@@ -84,8 +88,24 @@ def seqrep_entry(spec: str, work: Path, threads: int) -> Entry:
     out = work / "speed" / f"{name}.conll"
     cmd = [sys.executable, "-m", "seqrep", "evaluate", run, "--dataset", "conll2003", "--split",
            "test", "--predictions", str(out), "--precision", precision or "auto", "--runtime",
-           runtime or "torch"]
-    return Entry(name, cmd, out, None, precision or "auto", threads)
+           runtime or "torch", "--json", "--quiet"]
+    return Entry(name, cmd, out, None, precision or "auto", threads, stdout_json=True,
+                 train=seqrep_training(Path(run)))
+
+
+def seqrep_training(run: Path) -> dict[str, Any] | None:
+    """What a seqrep run folder says of its training (metrics.json): seconds, optimizer
+    steps, epochs and sentences; None for a folder without one (a downloaded labeler)."""
+    path = run / "metrics.json"
+    if not path.is_file():
+        return None
+    metrics = json.loads(path.read_text(encoding="utf-8"))
+    config = run / "run.json"
+    epochs = (json.loads(config.read_text(encoding="utf-8")).get("train", {}).get("epochs")
+              if config.is_file() else None)
+    return {"seconds": metrics.get("train_seconds"), "steps": metrics.get("steps"),
+            "epochs": epochs, "sentences": metrics.get("train_sentences"),
+            "run": str(run)}
 
 
 def time_once(entry: Entry, log: Path) -> dict[str, Any]:
@@ -97,12 +117,14 @@ def time_once(entry: Entry, log: Path) -> dict[str, Any]:
     from peers.run import _last_line
 
     log.parent.mkdir(parents=True, exist_ok=True)
+    stdout = log.with_name(log.name + ".stdout")
     start = time.perf_counter()
-    with log.open("w", encoding="utf-8") as out:
+    with log.open("w", encoding="utf-8") as err, stdout.open("w", encoding="utf-8") as out:
         # every library reads its thread count from these (seqrep's evaluate included)
         env = {**os.environ, **{k: str(entry.threads) for k in (
             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}}
-        proc = subprocess.Popen(entry.command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(entry.command, stdout=out if entry.stdout_json else err,
+                                stderr=err, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
@@ -111,6 +133,12 @@ def time_once(entry: Entry, log: Path) -> dict[str, Any]:
     if entry.timing is not None:
         got.update(json.loads(entry.timing.read_text(encoding="utf-8")))
         got["label_s"] = got.pop("seconds")
+    elif entry.stdout_json:  # seqrep evaluate --json: the labeling's own seconds
+        try:
+            got["label_s"] = float(json.loads(stdout.read_text(encoding="utf-8"))["seconds"])
+        except (ValueError, KeyError, TypeError):
+            raise common.HarnessError(f"{entry.name}: expected a JSON with 'seconds' on "
+                                      f"stdout, see {stdout}") from None
     return got
 
 
@@ -167,10 +195,14 @@ def main(argv: list[str] | None = None) -> None:
         systems_out = {}
         for e in entries:
             if e.name in failed:
-                systems_out[e.name] = {"status": "failed", "error": failed[e.name]}
+                systems_out[e.name] = {"status": "failed", "system": e.system or e.name,
+                                       "precision": e.precision, "error": failed[e.name]}
                 continue
-            row = {"status": "ok", "precision": e.precision, "command": e.command,
+            row = {"status": "ok", "system": e.system or e.name, "precision": e.precision,
+                   "command": e.command,
                    **summarize(timed[e.name], words, len(sentences))}
+            if e.train is not None:
+                row["train"] = e.train
             try:
                 row["test"] = _score(e.output, work / "logs" / f"speed-{e.name}.score.log")
             except StageFailed as err:  # a scoring failure is recorded, not fatal

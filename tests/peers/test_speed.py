@@ -45,11 +45,35 @@ def test_time_once_reads_the_child(tmp_path: Path) -> None:
 def test_seqrep_spec(tmp_path: Path) -> None:
     entry = speed.seqrep_entry(f"gemma-doc={tmp_path}:bf16:onnx", tmp_path, 2)
     assert entry.name == "gemma-doc" and entry.precision == "bf16"
-    assert entry.command[-4:] == ["--precision", "bf16", "--runtime", "onnx"]
+    assert entry.command[-6:] == ["--precision", "bf16", "--runtime", "onnx", "--json",
+                                  "--quiet"]
+    assert entry.stdout_json and entry.train is None  # a folder without metrics.json
+    (tmp_path / "metrics.json").write_text(json.dumps(
+        {"train_seconds": 2880.5, "steps": 2651, "train_sentences": 14041}), encoding="utf-8")
+    (tmp_path / "run.json").write_text(json.dumps({"train": {"epochs": 3}}), encoding="utf-8")
+    trained = speed.seqrep_entry(f"g={tmp_path}", tmp_path, 2).train
+    assert trained == {"seconds": 2880.5, "steps": 2651, "epochs": 3, "sentences": 14041,
+                       "run": str(tmp_path)}
     with pytest.raises(HarnessError, match="expected NAME=RUN"):
         speed.seqrep_entry("just-a-name", tmp_path, 2)
     with pytest.raises(HarnessError, match="does not exist"):
         speed.seqrep_entry(f"x={tmp_path / 'none'}", tmp_path, 2)
+
+
+def test_seqrep_labeling_seconds_come_from_its_json(tmp_path: Path) -> None:
+    """seqrep evaluate --json's "seconds" (the labeling alone, model loading excluded) is the
+    label_s, read from stdout while its progress and notes go to the log."""
+    child = ("import json, sys; print('loading', file=sys.stderr); "
+             "print(json.dumps({'f1': 0.9, 'seconds': 12.5}))")
+    entry = speed.Entry("s", [sys.executable, "-c", child], tmp_path / "o", None, "bf16",
+                        stdout_json=True)
+    got = speed.time_once(entry, tmp_path / "log")
+    assert got["label_s"] == 12.5 and got["wall_s"] < 12.5
+    assert (tmp_path / "log").read_text(encoding="utf-8").strip() == "loading"
+    mute = speed.Entry("m", [sys.executable, "-c", "print('no json')"], tmp_path / "o", None,
+                       "bf16", stdout_json=True)
+    with pytest.raises(HarnessError, match="m: expected a JSON with 'seconds'"):
+        speed.time_once(mute, tmp_path / "log3")
 
 
 def test_nothing_trained_is_one_line(tmp_path: Path, capsys) -> None:
