@@ -24,19 +24,25 @@ def record_path(results_dir: Path, system: str) -> Path:
     return Path(results_dir) / f"peers-{system}.json"
 
 
+def _read_bounded(path: Path, what: str) -> Any:
+    """A JSON file through seqrep.fileio.read_json (size and depth caps), its error one
+    HarnessError line."""
+    from seqrep.errors import ConfigError
+    from seqrep.fileio import read_json
+
+    try:  # (read_json builds its error from one message: DataError takes a source too)
+        return read_json(path, what, ConfigError)
+    except ConfigError as err:
+        raise HarnessError(str(err)) from None
+
+
 def read_record(path: Path) -> dict[str, Any]:
     """A record, read through seqrep.fileio.read_json (size and depth caps, one line).
 
     Raises:
         HarnessError: the file is missing, not JSON, or not an object with a system.
     """
-    from seqrep.errors import ConfigError
-    from seqrep.fileio import read_json
-
-    try:  # (read_json builds its error from one message: DataError takes a source too)
-        rec = read_json(path, "a peers record", ConfigError)
-    except ConfigError as err:
-        raise HarnessError(str(err)) from None
+    rec = _read_bounded(path, "a peers record")
     if not isinstance(rec, dict) or not isinstance(rec.get("system"), str):
         raise HarnessError(f"{path}: not a peers record (expected an object with 'system')")
     return rec
@@ -173,13 +179,7 @@ def load_speed(results_dir: Path) -> dict[str, Any] | None:
     path = Path(results_dir) / SPEED_FILE
     if not path.exists():
         return None
-    from seqrep.errors import ConfigError
-    from seqrep.fileio import read_json
-
-    try:
-        got = read_json(path, "the peers speed record", ConfigError)
-    except ConfigError as err:
-        raise HarnessError(str(err)) from None
+    got = _read_bounded(path, "the peers speed record")
     if not isinstance(got, dict) or not isinstance(got.get("systems"), dict):
         raise HarnessError(f"{path}: not a peers speed record (expected 'systems')")
     return got
