@@ -64,6 +64,9 @@ def test_row_table_cells() -> None:
 def test_plot_has_every_timed_point(tmp_path: Path) -> None:
     path = tmp_path / "plot.png"
     assert results.plot(results.rows(RECORDS, SPEED), path) == 3  # not the failed ones
+    unscored = {"systems": {"x": {"status": "ok", "system": "x", "precision": "fp32",
+                                  "words_per_s": 900.0, "test": {"error": "no predictions"}}}}
+    assert results.plot(results.rows([], unscored), tmp_path / "none.png") == 0  # timed, no F1
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
