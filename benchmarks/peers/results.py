@@ -15,7 +15,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: the harness's package lies one folder up
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from peers.common import HarnessError, write_json, write_text
+from peers.common import HarnessError, fail, write_json, write_text
 
 COLUMNS = ("System", "What", "F1", "P", "R", "Train min", "Steps", "Status")
 
@@ -69,6 +69,11 @@ def _num(value: Any, digits: int = 2) -> str:
     return f"{value:.{digits}f}" if isinstance(value, int | float) else "-"
 
 
+def _failure(rec: dict[str, Any]) -> str:
+    """A failed record's status cell: the stage and the error's line."""
+    return f"failed ({rec.get('stage', '?')}): {rec.get('error', '')}"
+
+
 def table(records: list[dict[str, Any]]) -> str:
     """A Markdown table: each system's test F1, precision and recall (percent, strict IOB2
     by seqrep score), its training minutes and steps, and its status (a failed system's
@@ -76,9 +81,7 @@ def table(records: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for rec in records:
         test, train = rec.get("test") or {}, rec.get("train") or {}
-        status = rec.get("status", "?")
-        if status == "failed":
-            status = f"failed ({rec.get('stage', '?')}): {rec.get('error', '')}"
+        status = _failure(rec) if rec.get("status") == "failed" else rec.get("status", "?")
         seconds = train.get("seconds")
         cells = [rec["system"], rec.get("description", ""), _num(test.get("f1")),
                  _num(test.get("precision")), _num(test.get("recall")),
@@ -121,11 +124,7 @@ def rows(records: list[dict[str, Any]], speed: dict[str, Any] | None) -> list[di
         if rec["system"] in timed:
             continue
         train, test = rec.get("train") or {}, rec.get("test") or {}
-        status = rec.get("status", "?")
-        if status == "failed":
-            status = f"failed ({rec.get('stage', '?')}): {rec.get('error', '')}"
-        else:
-            status = "not timed"
+        status = _failure(rec) if rec.get("status") == "failed" else "not timed"
         out.append({"name": rec["system"], "system": rec["system"], "precision": "fp32",
                     "f1": test.get("f1"), "words_per_s": None, "sentences_per_s": None,
                     "peak_rss_mib": None, "train_s": train.get("seconds"),
@@ -212,8 +211,6 @@ def main(argv: list[str] | None = None) -> None:
             fill_page(args.page, text + figure)
         print(text, end="")
     except HarnessError as err:
-        from peers.common import fail
-
         fail(err)
 
 
