@@ -82,21 +82,35 @@ def _script(system: System) -> Path:
     return Path(system.script) if Path(system.script).is_absolute() else HERE / system.script
 
 
+def train_command(system: System, data: Path, model: Path, budget: float,
+                  threads: int) -> list[str]:
+    """The command that trains ``system`` on the neutral files in ``data`` into ``model``
+    within ``budget`` seconds."""
+    return [str(common.peer_python(system.peer)), str(_script(system)), "train", "--data",
+            str(data), "--out", str(model), "--budget", str(budget), "--threads", str(threads),
+            *system.train_args]
+
+
+def predict_command(system: System, model: Path, data: Path, out: Path, threads: int,
+                    timing: Path, precision: str = "fp32") -> list[str]:
+    """The command with which a system's trained ``model`` labels the neutral file ``data``
+    into ``out`` (conlleval's columns) at ``precision``, its labeling seconds into
+    ``timing``."""
+    return [str(common.peer_python(system.peer)), str(_script(system)), "predict", "--model",
+            str(model), "--input", str(data), "--output", str(out), "--threads", str(threads),
+            "--timing", str(timing), *system.predict_args, *system.precision_args(precision)]
+
+
 def run_system(system: System, data: Path, work: Path, results_dir: Path, budget: float,
                threads: int) -> dict[str, Any]:
     """Train, predict and score one system; write and return its record (ok or failed)."""
-    python = common.peer_python(system.peer)
     versions = common.peer_versions(system.peer)
     model = work / "models" / system.name
     pred = work / "predictions" / f"{system.name}.conll"
     logs = work / "logs"
-    script = str(_script(system))
-    train = [str(python), script, "train", "--data", str(data), "--out", str(model),
-             "--budget", str(budget), "--threads", str(threads), *system.train_args]
-    predict = [str(python), script, "predict", "--model", str(model), "--input",
-               str(data / "test.jsonl"), "--output", str(pred), "--threads", str(threads),
-               "--timing", str(work / "predictions" / f"{system.name}.timing.json"),
-               *system.predict_args]
+    train = train_command(system, data, model, budget, threads)
+    predict = predict_command(system, model, data / "test.jsonl", pred, threads,
+                              work / "predictions" / f"{system.name}.timing.json")
     manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
     rec: dict[str, Any] = {
         "system": system.name, "description": system.description, "peer": system.peer,
@@ -114,6 +128,16 @@ def run_system(system: System, data: Path, work: Path, results_dir: Path, budget
         _stage("predict", predict, logs / f"{system.name}.predict.log", 3 * 3600)
         rec["test"] = _score(pred, logs / f"{system.name}.score.log")
         rec["predictions"] = str(pred)
+        for precision in system.precisions(rec["cpu"]["flags"])[1:]:
+            # the same model at another precision the tool offers here: its own F1
+            name = f"{system.name}-{precision}"
+            other = work / "predictions" / f"{name}.conll"
+            _stage(f"predict {precision}", predict_command(
+                system, model, data / "test.jsonl", other, threads,
+                work / "predictions" / f"{name}.timing.json", precision),
+                logs / f"{name}.predict.log", 3 * 3600)
+            rec.setdefault("test_at", {})[precision] = {
+                **_score(other, logs / f"{name}.score.log"), "predictions": str(other)}
         rec["status"] = "ok"
     except StageFailed as failed:
         rec.update(status="failed", stage=failed.stage, error=failed.error)

@@ -4,13 +4,20 @@ rounds is kept, with each system's F1 at that precision, peak memory and the CPU
 
     PEERS_VENVS=DIR python benchmarks/peers/speed.py [--systems ...] [--repeats 3]
         [--threads 2] [--input FILE] [--seqrep NAME=RUN[:PRECISION[:RUNTIME]] ...]
-        [--out results/peers-speed.json]
+        [--stand-ins none|missing|also] [--out results/peers-speed.json]
 
 Each labeling is a fresh process (``predict`` of the peer's script, or ``seqrep evaluate``
 for a seqrep run folder), waited for with ``os.wait4`` so that its own peak resident memory
 is read. ``label_s`` is the labeling alone, as the peer's script times it (model loading
 excluded); ``wall_s`` is the whole process. Precisions: spaCy and flair fp32; the Hugging Face
 model fp32, and bf16 autocast where the CPU has native bf16 (avx512_bf16 or amx_bf16).
+
+Stand-ins (``--stand-ins missing``): a trained model is hundreds of MB and lives only where
+it trained, while each training takes an hour of the same two cores; so a system trained
+elsewhere is timed on a stand-in, its own pipeline (config, encoder, labels) with weights
+trained for a second, and its row carries the trained model's F1 from its record. Labeling
+costs the same whatever the weights; ``--stand-ins also`` times a stand-in beside each
+trained model and writes the ratio of their speeds on the stand-in's row.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -29,8 +37,16 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from peers import common, systems  # noqa: E402
-from peers.run import HERE, REPO, StageFailed, _score, _script  # noqa: E402
+from peers import common, results, systems  # noqa: E402
+from peers.run import (  # noqa: E402
+    HERE,
+    REPO,
+    StageFailed,
+    _score,
+    _stage,
+    predict_command,
+    train_command,
+)
 
 
 @dataclass(frozen=True)
@@ -46,51 +62,180 @@ class Entry:
     stdout_json: bool = False  # the labeling seconds are the "seconds" of a JSON on stdout
     train: dict[str, Any] | None = None  # a seqrep run's training record, for the table
     system: str | None = None  # the trained system this labeling is of (default: name)
+    stand_in: bool = False  # timed on a stand-in's weights (stand_in_model)
+    test: dict[str, Any] | None = None  # a stand-in's F1: its trained model's, at precision
+
+
+STAND_IN_BUDGET = 1.0  # seconds of training: a stand-in stops after its first step or so
+STAND_IN = "~stand-in"  # the suffix of a stand-in's entry beside its trained system's
 
 
 def _peer_entries(names: str | None, work: Path, data: Path, threads: int,
-                  flags: dict[str, bool]) -> list[Entry]:
+                  flags: dict[str, bool], stand_ins: str, results_dir: Path) -> list[Entry]:
+    """Each system's labelings at every precision it offers here: of its trained model, and
+    (``stand_ins``) of a stand-in where it has none ("missing") or beside it ("also")."""
     entries = []
     for system in systems.pick(names):
         model = work / "models" / system.name
-        if not (model / "train-info.json").is_file():
-            continue  # not trained (or failed): nothing to time
-        python = str(common.peer_python(system.peer))
-        precisions = ["fp32"]
-        if system.peer == "hf" and (flags.get("avx512_bf16") or flags.get("amx_bf16")):
-            precisions.append("bf16")
-        for precision in precisions:
-            name = system.name if precision == "fp32" else f"{system.name}-{precision}"
-            out = work / "speed" / f"{name}.conll"
-            timing = work / "speed" / f"{name}.timing.json"
-            cmd = [python, str(_script(system)), "predict", "--model", str(model), "--input",
-                   str(data), "--output", str(out), "--threads", str(threads), "--timing",
-                   str(timing)]
-            if system.peer == "hf":
-                cmd += ["--precision", precision]
-            entries.append(Entry(name, cmd, out, timing, precision, threads,
-                                 system=system.name))
+        trained = (model / "train-info.json").is_file()
+        record = _ok_record(results_dir, system.name)
+        folders: list[tuple[str, Path, bool]] = []
+        if trained:
+            folders.append((system.name, model, False))
+        if record is not None and (stand_ins == "also" or (stand_ins == "missing"
+                                                           and not trained)):
+            name = system.name + STAND_IN if trained else system.name
+            folders.append((name, stand_in_model(system, work, threads), True))
+        for base, folder, stand_in in folders:
+            for precision in system.precisions(flags):
+                name = base if precision == "fp32" else f"{base}-{precision}"
+                out = work / "speed" / f"{name}.conll"
+                cmd = predict_command(system, folder, data, out, threads,
+                                      work / "speed" / f"{name}.timing.json", precision)
+                test = _record_test(record, precision, results_dir, system.name) \
+                    if stand_in else None
+                entries.append(Entry(name, cmd, out, work / "speed" / f"{name}.timing.json",
+                                     precision, threads, system=system.name,
+                                     stand_in=stand_in, test=test))
     return entries
 
 
-def seqrep_entry(spec: str, work: Path, threads: int) -> Entry:
-    """``NAME=RUN[:PRECISION[:RUNTIME]]``: a seqrep run labeling CoNLL-2003's test split.
+def _ok_record(results_dir: Path, system: str) -> dict[str, Any] | None:
+    path = results.record_path(results_dir, system)
+    if not path.is_file():
+        return None
+    rec = results.read_record(path)
+    return rec if rec.get("status") == "ok" else None
+
+
+def _record_test(record: dict[str, Any] | None, precision: str, results_dir: Path,
+                 system: str) -> dict[str, Any] | None:
+    """The F1 a trained system's record holds at ``precision`` (its ``test`` for fp32, its
+    ``test_at`` entry for another), naming the record it came from; None if it has none."""
+    if record is None:
+        return None
+    test = record.get("test") if precision == "fp32" else (
+        record.get("test_at") or {}).get(precision)
+    if not isinstance(test, dict):
+        return None
+    return {**test, "source": str(results.record_path(results_dir, system))}
+
+
+def stand_in_model(system: systems.System, work: Path, threads: int) -> Path:
+    """A stand-in for a system whose trained model is not on this machine: the system's own
+    train command (same config, encoder, label set, so the same pipeline at labeling time)
+    stopped by a budget of about one second. Labeling costs the same whatever the weights
+    (every token of the test set passes the same layers; spaCy's parser makes one move per
+    token, flair's CRF decodes every token): ``--stand-ins also`` times a stand-in beside a
+    trained model to check it. Its predictions are never scored: its row's F1 is the trained
+    model's, from the system's record. Built once per work folder.
 
     Raises:
-        HarnessError: a spec without ``=`` or a run folder that does not exist.
+        HarnessError: its training failed (the log's last line).
+    """
+    folder = work / "standins" / system.name
+    if (folder / "train-info.json").is_file():
+        return folder
+    if folder.exists():
+        shutil.rmtree(folder)  # the harness's own folder, left half-built
+    print(f"peers speed: building a stand-in for {system.name}", file=sys.stderr)
+    cmd = train_command(system, work / "data", folder, STAND_IN_BUDGET, threads)
+    try:
+        _stage("stand-in", cmd, work / "logs" / f"standin-{system.name}.log", 3600)
+    except StageFailed as err:
+        raise common.HarnessError(f"{system.name}: its stand-in did not build: "
+                                  f"{err.error}") from None
+    return folder
+
+
+def seqrep_entries(spec: str, work: Path, threads: int, stand_ins: str = "none"
+                   ) -> list[Entry]:
+    """``NAME=RUN[:PRECISION[:RUNTIME]]``: a seqrep run labeling CoNLL-2003's test split.
+    RUN is a trained run folder (its model in RUN/best) or, with ``stand_ins``, the records
+    of one (run.json, metrics.json, as results/ keeps them) whose stand-in is timed.
+
+    Raises:
+        HarnessError: a spec without ``=``, a run folder that does not exist, or one with
+            no model when no stand-in is asked for.
     """
     name, sep, rest = spec.partition("=")
     if not sep or not name or not rest:
         raise common.HarnessError(f"--seqrep {spec!r}: expected NAME=RUN[:PRECISION[:RUNTIME]]")
     run, precision, runtime = (rest.split(":") + ["auto", "torch"])[:3]
+    precision, runtime = precision or "auto", runtime or "torch"
     if not Path(run).is_dir():
         raise common.HarnessError(f"--seqrep {name}: run folder {run} does not exist")
-    out = work / "speed" / f"{name}.conll"
-    cmd = [sys.executable, "-m", "seqrep", "evaluate", run, "--dataset", "conll2003", "--split",
-           "test", "--predictions", str(out), "--precision", precision or "auto", "--runtime",
-           runtime or "torch", "--json", "--quiet"]
-    return Entry(name, cmd, out, None, precision or "auto", threads, stdout_json=True,
-                 train=seqrep_training(Path(run)))
+    trained = (Path(run) / "best" / "config.json").is_file()
+    if not trained and stand_ins == "none":
+        raise common.HarnessError(f"--seqrep {name}: {run} holds no trained model "
+                                  "(best/config.json); --stand-ins missing times a stand-in")
+    folders: list[tuple[str, Path, bool]] = [(name, Path(run), False)] if trained else []
+    if stand_ins == "also" or not trained:
+        folders.append((name + STAND_IN if trained else name,
+                        seqrep_stand_in(Path(run), work / "standins" / f"seqrep-{name}"), True))
+    entries = []
+    for entry_name, folder, stand_in in folders:
+        out = work / "speed" / f"{entry_name}.conll"
+        cmd = [sys.executable, "-m", "seqrep", "evaluate", str(folder), "--dataset",
+               "conll2003", "--split", "test", "--predictions", str(out), "--precision",
+               precision, "--runtime", runtime, "--json", "--quiet"]
+        entries.append(Entry(entry_name, cmd, out, None, precision, threads,
+                             stdout_json=True, train=seqrep_training(Path(run)),
+                             system=name, stand_in=stand_in,
+                             test=seqrep_test(Path(run), precision) if stand_in else None))
+    return entries
+
+
+def seqrep_test(run: Path, precision: str) -> dict[str, Any] | None:
+    """A seqrep run's test F1 (metrics.json, in percent) when it was labeled at
+    ``precision`` (the run trained, and so tested, at run.json's ``train.precision``); None
+    at another precision, whose F1 the records do not hold."""
+    metrics, config = run / "metrics.json", run / "run.json"
+    if not metrics.is_file() or not config.is_file():
+        return None
+    trained_at = json.loads(config.read_text(encoding="utf-8")).get("train", {}).get(
+        "precision")
+    test = json.loads(metrics.read_text(encoding="utf-8")).get("test")
+    if trained_at != precision or not isinstance(test, dict) or "f1" not in test:
+        return None
+    return {"f1": 100 * test["f1"], "precision": 100 * test["precision"],
+            "recall": 100 * test["recall"], "sentences": test.get("sentences"),
+            "scorer": "seqrep's test at the end of training (strict IOB2)",
+            "source": str(metrics)}
+
+
+STAND_IN_SENTENCES = 16
+
+
+def seqrep_stand_in(run: Path, out: Path) -> Path:
+    """A stand-in for a seqrep run whose model is not on this machine: its run.json's
+    configuration (model, exit layer, repetitions, context, labels) trained for one epoch of
+    16 sentences, so it labels exactly as the trained model does, at the same cost.
+
+    Raises:
+        HarnessError: RUN has no run.json, or the training failed.
+    """
+    if (out / "best" / "config.json").is_file():
+        return out
+    config = run / "run.json"
+    if not config.is_file():
+        raise common.HarnessError(f"--seqrep: {run} has no run.json to build a stand-in from")
+    from seqrep.config import LabelerConfig, TrainConfig
+    from seqrep.errors import SeqrepError
+    from seqrep.train import train
+
+    saved = json.loads(config.read_text(encoding="utf-8"))
+    small = {"epochs": 1, "max_steps": None, "max_train_sentences": STAND_IN_SENTENCES,
+             "max_eval_sentences": STAND_IN_SENTENCES, "max_test_sentences": STAND_IN_SENTENCES}
+    print(f"peers speed: building a stand-in for {run}", file=sys.stderr)
+    try:
+        train(LabelerConfig.from_dict(saved["labeler"]),
+              TrainConfig.from_dict({**saved["train"], **small}), out, overwrite=True,
+              quiet=True, reader_options=saved.get("reader_options") or None)
+    except SeqrepError as err:
+        raise common.HarnessError(f"--seqrep: the stand-in of {run} did not build: "
+                                  f"{err}") from None
+    return out
 
 
 def seqrep_training(run: Path) -> dict[str, Any] | None:
@@ -157,6 +302,18 @@ def summarize(runs: list[dict[str, Any]], words: int, sentences: int) -> dict[st
             "runs": runs}
 
 
+def stand_in_ratios(rows: dict[str, dict[str, Any]]) -> None:
+    """On each stand-in row timed beside its trained model (``NAME~stand-in[-PREC]`` and
+    ``NAME[-PREC]``), its words/s over the trained model's: how far a stand-in's speed may
+    be trusted for that system."""
+    for name, row in rows.items():
+        if STAND_IN not in name or row.get("status") != "ok":
+            continue
+        twin = rows.get(name.replace(STAND_IN, "", 1))
+        if twin is not None and twin.get("status") == "ok" and twin.get("words_per_s"):
+            row["stand_in_over_trained"] = round(row["words_per_s"] / twin["words_per_s"], 3)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--systems", default=None)
@@ -167,6 +324,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seqrep", action="append", default=[],
                    help="NAME=RUN[:PRECISION[:RUNTIME]], a seqrep run folder to time too")
     p.add_argument("--out", type=Path, default=REPO / "results" / "peers-speed.json")
+    p.add_argument("--results", type=Path, default=REPO / "results",
+                   help="the systems' records (a stand-in's F1 is its record's)")
+    p.add_argument("--stand-ins", choices=("none", "missing", "also"), default="none",
+                   help="time a stand-in (the system's own config, weights trained for a "
+                        "second) for a trained system whose model is not here (missing), or "
+                        "beside every trained model too, to check they cost the same (also)")
     args = p.parse_args(argv)
     try:
         if args.repeats < 1:
@@ -176,8 +339,10 @@ def main(argv: list[str] | None = None) -> None:
         sentences = common.read_jsonl(data)
         words = sum(len(s["words"]) for s in sentences)
         cpu = common.cpu_flags()
-        entries = _peer_entries(args.systems, work, data, args.threads, cpu["flags"])
-        entries += [seqrep_entry(s, work, args.threads) for s in args.seqrep]
+        entries = _peer_entries(args.systems, work, data, args.threads, cpu["flags"],
+                                args.stand_ins, args.results)
+        for spec in args.seqrep:
+            entries += seqrep_entries(spec, work, args.threads, args.stand_ins)
         if not entries:
             raise common.HarnessError(f"nothing to time: no trained system under {work / 'models'}"
                                       " (run benchmarks/peers/run.py first)")
@@ -199,18 +364,24 @@ def main(argv: list[str] | None = None) -> None:
                                        "precision": e.precision, "error": failed[e.name]}
                 continue
             row = {"status": "ok", "system": e.system or e.name, "precision": e.precision,
-                   "command": e.command,
+                   "weights": "stand-in" if e.stand_in else "trained", "command": e.command,
                    **summarize(timed[e.name], words, len(sentences))}
             if e.train is not None:
                 row["train"] = e.train
-            try:
-                row["test"] = _score(e.output, work / "logs" / f"speed-{e.name}.score.log")
-            except StageFailed as err:  # a scoring failure is recorded, not fatal
-                row["test"] = {"error": err.error}
+            if e.stand_in:  # its own predictions mean nothing: the trained model's F1
+                row["test"] = e.test or {"error": f"no F1 of {e.system} at {e.precision} "
+                                                  "in its records"}
+            else:
+                try:
+                    row["test"] = _score(e.output, work / "logs" / f"speed-{e.name}.score.log")
+                except StageFailed as err:  # a scoring failure is recorded, not fatal
+                    row["test"] = {"error": err.error}
             systems_out[e.name] = row
+        stand_in_ratios(systems_out)
         record = {"input": str(data), "sentences": len(sentences), "words": words,
                   "threads": args.threads, "repeats": args.repeats, "cpu": cpu,
-                  "order": "interleaved rounds", "systems": systems_out,
+                  "order": "interleaved rounds", "stand_ins": args.stand_ins,
+                  "systems": systems_out,
                   "harness": str(HERE.relative_to(REPO))}
         common.write_json(args.out, record)
         for name, row in systems_out.items():

@@ -27,6 +27,18 @@ class System:
     train_args: tuple[str, ...]
     description: str
     predict_args: tuple[str, ...] = ()
+    bf16: bool = False  # its predict also labels under bf16 autocast (``--precision bf16``)
+
+    def precisions(self, flags: dict[str, bool]) -> list[str]:
+        """The precisions this system labels at on a CPU with these flags: fp32 always, bf16
+        autocast too where the system offers it and the CPU has native bf16 (avx512_bf16 or
+        amx_bf16; emulated bf16 is several times slower than fp32, so nobody would pick it)."""
+        native = bool(flags.get("avx512_bf16") or flags.get("amx_bf16"))
+        return ["fp32", "bf16"] if self.bf16 and native else ["fp32"]
+
+    def precision_args(self, precision: str) -> list[str]:
+        """The predict options that select ``precision`` (none for a system with one)."""
+        return ["--precision", precision] if self.bf16 else []
 
 
 SYSTEMS: dict[str, System] = {s.name: s for s in (
@@ -40,7 +52,8 @@ SYSTEMS: dict[str, System] = {s.name: s for s in (
     System("flair-flert", "flair", "flair_peer.py", ("--context", "--epochs", "1"),
            "flair 0.15 SequenceTagger + CRF, fine-tuned all-mpnet-base-v2, FLERT context"),
     System("hf-trainer", "hf", "hf_peer.py", ("--epochs", "1.7"),
-           "transformers 5.23 AutoModelForTokenClassification + Trainer, all-mpnet-base-v2"),
+           "transformers 5.23 AutoModelForTokenClassification + Trainer, all-mpnet-base-v2",
+           bf16=True),
 )}
 
 

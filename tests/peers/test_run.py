@@ -122,3 +122,50 @@ def test_epoch_override() -> None:
         systems.with_epochs(systems.SYSTEMS["spacy-cnn"], "3")
     with pytest.raises(HarnessError, match="expected a number above 0"):
         systems.with_epochs(systems.SYSTEMS["hf-trainer"], "x")
+
+
+FAKE_PEER = '''import argparse, json, sys
+from pathlib import Path
+p = argparse.ArgumentParser()
+p.add_argument("command")
+for name in ("--data", "--out", "--budget", "--threads", "--model", "--input", "--output",
+             "--timing", "--precision"):
+    p.add_argument(name)
+a = p.parse_args()
+if a.command == "train":
+    Path(a.out).mkdir(parents=True)
+    Path(a.out, "train-info.json").write_text(json.dumps({"seconds": 1.0, "budget": a.budget}))
+else:
+    # fp32 finds the one entity (F1 100); bf16 misses it (F1 0)
+    tag = "O" if a.precision == "bf16" else "B-LOC"
+    Path(a.output).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.output).write_text(f"Paris B-LOC {tag}\\nis O O\\nnice O O\\n\\n")
+    Path(a.timing).write_text(json.dumps({"seconds": 0.25, "words": 3, "sentences": 1}))
+'''
+
+
+def _fake_peer(tmp_path: Path, bf16: bool) -> System:
+    script = tmp_path / "fake_peer.py"
+    script.write_text(FAKE_PEER, encoding="utf-8")
+    return System("hf-fake", "hf", str(script), (), "a peer with two precisions", bf16=bf16)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_each_precision_a_tool_offers_is_scored(tmp_path: Path, monkeypatch,
+                                                native: bool) -> None:
+    """A system that labels under bf16 autocast too gets that labeling's own F1 (test_at),
+    where the CPU has native bf16; elsewhere only fp32 is labeled."""
+    venvs = tmp_path / "venvs"
+    _fake_venv(venvs, "hf")
+    monkeypatch.setenv("PEERS_VENVS", str(venvs))
+    flags = {"avx512_bf16": native, "amx_bf16": False, "avx2": True}
+    monkeypatch.setattr(run.common, "cpu_flags", lambda: {"model": "x", "cores": 2,
+                                                          "flags": flags})
+    rec = run.run_system(_fake_peer(tmp_path, bf16=True), _data(tmp_path / "data"),
+                         tmp_path / "work", tmp_path / "results", budget=5, threads=1)
+    assert rec["status"] == "ok" and rec["test"]["f1"] == 100.0
+    if native:
+        assert rec["test_at"]["bf16"]["f1"] == 0.0  # its own predictions, not fp32's
+        assert "--precision bf16" not in rec["commands"]["predict"]
+    else:
+        assert "test_at" not in rec

@@ -11,6 +11,7 @@ import pytest
 
 # the harness is a package beside src/ (benchmarks/peers), not part of seqrep
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers import speed  # noqa: E402
 from peers.common import HarnessError  # noqa: E402
 
@@ -42,22 +43,81 @@ def test_time_once_reads_the_child(tmp_path: Path) -> None:
         speed.time_once(bad, tmp_path / "log2")
 
 
+def _trained_run(folder: Path) -> Path:
+    (folder / "best").mkdir(parents=True)
+    (folder / "best" / "config.json").write_text("{}", encoding="utf-8")
+    return folder
+
+
 def test_seqrep_spec(tmp_path: Path) -> None:
-    entry = speed.seqrep_entry(f"gemma-doc={tmp_path}:bf16:onnx", tmp_path, 2)
-    assert entry.name == "gemma-doc" and entry.precision == "bf16"
+    run = _trained_run(tmp_path / "run")
+    (entry,) = speed.seqrep_entries(f"gemma-doc={run}:bf16:onnx", tmp_path, 2)
+    assert entry.name == "gemma-doc" and entry.precision == "bf16" and not entry.stand_in
     assert entry.command[-6:] == ["--precision", "bf16", "--runtime", "onnx", "--json",
                                   "--quiet"]
     assert entry.stdout_json and entry.train is None  # a folder without metrics.json
-    (tmp_path / "metrics.json").write_text(json.dumps(
+    (run / "metrics.json").write_text(json.dumps(
         {"train_seconds": 2880.5, "steps": 2651, "train_sentences": 14041}), encoding="utf-8")
-    (tmp_path / "run.json").write_text(json.dumps({"train": {"epochs": 3}}), encoding="utf-8")
-    trained = speed.seqrep_entry(f"g={tmp_path}", tmp_path, 2).train
-    assert trained == {"seconds": 2880.5, "steps": 2651, "epochs": 3, "sentences": 14041,
-                       "run": str(tmp_path)}
+    (run / "run.json").write_text(json.dumps({"train": {"epochs": 3}}), encoding="utf-8")
+    (trained,) = speed.seqrep_entries(f"g={run}", tmp_path, 2)
+    assert trained.train == {"seconds": 2880.5, "steps": 2651, "epochs": 3,
+                             "sentences": 14041, "run": str(run)}
     with pytest.raises(HarnessError, match="expected NAME=RUN"):
-        speed.seqrep_entry("just-a-name", tmp_path, 2)
+        speed.seqrep_entries("just-a-name", tmp_path, 2)
     with pytest.raises(HarnessError, match="does not exist"):
-        speed.seqrep_entry(f"x={tmp_path / 'none'}", tmp_path, 2)
+        speed.seqrep_entries(f"x={tmp_path / 'none'}", tmp_path, 2)
+    records = tmp_path / "records"  # run.json and metrics.json, no model
+    records.mkdir()
+    with pytest.raises(HarnessError, match="holds no trained model.*--stand-ins missing"):
+        speed.seqrep_entries(f"r={records}", tmp_path, 2)
+
+
+RUN_JSON = {"labeler": {"model": "gemma3-270m", "exit_layer": 11, "repetitions": 1,
+                        "context": "document-focus", "labels": ["O", "B-LOC", "I-LOC"]},
+            "train": {"dataset": "conll2003", "epochs": 3, "precision": "bf16",
+                      "max_train_sentences": None, "max_eval_sentences": 1000,
+                      "max_test_sentences": None, "max_steps": None, "batch_size": 16},
+            "reader_options": {}}
+METRICS = {"train_seconds": 2793.1, "steps": 2651, "train_sentences": 14041,
+           "test": {"f1": 0.92, "precision": 0.91, "recall": 0.93, "sentences": 3453}}
+
+
+def _records(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps(RUN_JSON), encoding="utf-8")
+    (folder / "metrics.json").write_text(json.dumps(METRICS), encoding="utf-8")
+    return folder
+
+
+def test_seqrep_stand_in_keeps_the_labeler_and_the_f1(tmp_path: Path, monkeypatch) -> None:
+    """A seqrep stand-in trains the records' labeler configuration unchanged on 16
+    sentences for one epoch; its row's F1 is the records' test F1, at their precision only."""
+    import seqrep.train
+
+    built = []
+
+    def fake_train(labeler, cfg, output, **kw):
+        built.append((labeler, cfg, kw))
+        (Path(output) / "best").mkdir(parents=True)
+        (Path(output) / "best" / "config.json").write_text("{}", encoding="utf-8")
+
+    monkeypatch.setattr(seqrep.train, "train", fake_train)
+    records = _records(tmp_path / "records")
+    (entry,) = speed.seqrep_entries(f"recipe={records}:bf16", tmp_path / "w", 2, "missing")
+    assert entry.stand_in and entry.name == "recipe"
+    assert entry.command[4] == str(tmp_path / "w" / "standins" / "seqrep-recipe")
+    labeler, cfg, kw = built[0]
+    assert (labeler.model, labeler.exit_layer, labeler.repetitions, labeler.context,
+            labeler.labels) == ("gemma3-270m", 11, 1, "document-focus", ["O", "B-LOC", "I-LOC"])
+    assert (cfg.epochs, cfg.max_train_sentences, cfg.max_eval_sentences,
+            cfg.max_test_sentences, cfg.precision, cfg.batch_size) == (1, 16, 16, 16, "bf16", 16)
+    assert entry.test["f1"] == 92.0 and entry.test["recall"] == 93.0
+    assert entry.test["source"] == str(records / "metrics.json")
+    assert entry.train["seconds"] == 2793.1  # the trained run's training, not the stand-in's
+    (fp32,) = speed.seqrep_entries(f"r2={records}:fp32", tmp_path / "w", 2, "missing")
+    assert fp32.test is None  # the records hold no F1 at fp32
+    speed.seqrep_entries(f"recipe={records}:bf16", tmp_path / "w", 2, "missing")
+    assert len(built) == 2  # the first stand-in is reused, r2's was built
 
 
 def test_seqrep_labeling_seconds_come_from_its_json(tmp_path: Path) -> None:
@@ -87,3 +147,107 @@ def test_nothing_trained_is_one_line(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "nothing to time" in err
     assert not (tmp_path / "speed.json").exists()
+
+
+def _fake_system(tmp_path: Path, monkeypatch) -> Path:
+    """The fake peer of test_run (train writes train-info.json with its budget, predict
+    writes columns and a timing) registered as hf-fake, in a fake hf venv; its results
+    folder holds an ok record with F1 88.0 in fp32 and 87.5 in bf16."""
+    from peers import systems
+    from test_run import _fake_peer, _fake_venv
+
+    _fake_venv(tmp_path / "venvs", "hf")
+    monkeypatch.setenv("PEERS_VENVS", str(tmp_path / "venvs"))
+    monkeypatch.setattr(systems, "SYSTEMS", {"hf-fake": _fake_peer(tmp_path, bf16=True)})
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "peers-hf-fake.json").write_text(json.dumps(
+        {"system": "hf-fake", "status": "ok", "test": {"f1": 88.0},
+         "test_at": {"bf16": {"f1": 87.5}}, "train": {"seconds": 3000.0, "steps": 900}}),
+        encoding="utf-8")
+    return out
+
+
+BF16 = {"avx512_bf16": True}
+
+
+def test_stand_ins_for_missing_models(tmp_path: Path, monkeypatch) -> None:
+    results_dir = _fake_system(tmp_path, monkeypatch)
+    work, data = tmp_path / "work", tmp_path / "work" / "data" / "test.jsonl"
+    assert speed._peer_entries(None, work, data, 2, BF16, "none", results_dir) == []
+    got = speed._peer_entries(None, work, data, 2, BF16, "missing", results_dir)
+    assert [(e.name, e.precision, e.stand_in) for e in got] == [
+        ("hf-fake", "fp32", True), ("hf-fake-bf16", "bf16", True)]
+    assert [e.test["f1"] for e in got] == [88.0, 87.5]  # the trained model's, per precision
+    assert got[0].test["source"] == str(results_dir / "peers-hf-fake.json")
+    info = json.loads((work / "standins" / "hf-fake" / "train-info.json").read_text())
+    assert float(info["budget"]) == speed.STAND_IN_BUDGET  # its own train, for a second
+    assert got[1].command[-2:] == ["--precision", "bf16"]
+    # a trained model beside: it is timed, and with "also" its stand-in next to it
+    (work / "models" / "hf-fake").mkdir(parents=True)
+    (work / "models" / "hf-fake" / "train-info.json").write_text("{}", encoding="utf-8")
+    trained = speed._peer_entries(None, work, data, 2, {}, "missing", results_dir)
+    assert [(e.name, e.stand_in, e.test) for e in trained] == [("hf-fake", False, None)]
+    both = speed._peer_entries(None, work, data, 2, {}, "also", results_dir)
+    assert [(e.name, e.stand_in) for e in both] == [("hf-fake", False),
+                                                    ("hf-fake~stand-in", True)]
+
+
+def test_no_stand_in_without_an_ok_record(tmp_path: Path, monkeypatch) -> None:
+    results_dir = _fake_system(tmp_path, monkeypatch)
+    (results_dir / "peers-hf-fake.json").write_text(json.dumps(
+        {"system": "hf-fake", "status": "failed", "stage": "train", "error": "x"}))
+    work = tmp_path / "work"
+    assert speed._peer_entries(None, work, work / "t.jsonl", 2, {}, "missing",
+                               results_dir) == []
+    assert not (work / "standins").exists()
+
+
+def test_a_stand_in_that_fails_to_build_is_one_line(tmp_path: Path, monkeypatch) -> None:
+    from peers import systems
+
+    results_dir = _fake_system(tmp_path, monkeypatch)
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise SystemExit('no encoder here')\n", encoding="utf-8")
+    monkeypatch.setattr(systems, "SYSTEMS", {"hf-fake": systems.System(
+        "hf-fake", "hf", str(broken), (), "broken")})
+    with pytest.raises(HarnessError) as ex:
+        speed._peer_entries(None, tmp_path / "w", tmp_path / "t.jsonl", 2, {}, "missing",
+                            results_dir)
+    assert str(ex.value) == "hf-fake: its stand-in did not build: no encoder here"
+
+
+def test_stand_in_ratio_beside_its_trained_twin() -> None:
+    rows = {"a": {"status": "ok", "words_per_s": 500.0},
+            "a~stand-in": {"status": "ok", "words_per_s": 490.0},
+            "a-bf16": {"status": "ok", "words_per_s": 1000.0},
+            "a~stand-in-bf16": {"status": "ok", "words_per_s": 1030.0},
+            "b~stand-in": {"status": "ok", "words_per_s": 10.0},  # no twin timed
+            "c": {"status": "failed"}, "c~stand-in": {"status": "ok", "words_per_s": 5.0}}
+    speed.stand_in_ratios(rows)
+    assert rows["a~stand-in"]["stand_in_over_trained"] == 0.98
+    assert rows["a~stand-in-bf16"]["stand_in_over_trained"] == 1.03
+    assert all("stand_in_over_trained" not in rows[k] for k in ("b~stand-in", "c~stand-in",
+                                                                  "a", "a-bf16"))
+
+
+def test_a_stand_in_row_carries_the_records_f1(tmp_path: Path, monkeypatch) -> None:
+    """The speed run end to end on the fake peer: the stand-in is timed, its predictions
+    are not scored, its row's F1 is the record's, and the table says it was a stand-in."""
+    from peers import results
+
+    results_dir = _fake_system(tmp_path, monkeypatch)
+    data = tmp_path / "test.jsonl"
+    data.write_text(json.dumps({"words": ["Paris", "is", "nice"],
+                                "tags": ["B-LOC", "O", "O"], "doc_id": None}) + "\n")
+    (tmp_path / "work" / "data").mkdir(parents=True)
+    out = tmp_path / "speed.json"
+    speed.main(["--work", str(tmp_path / "work"), "--input", str(data), "--out", str(out),
+                "--results", str(results_dir), "--stand-ins", "missing", "--repeats", "1"])
+    got = json.loads(out.read_text())
+    row = got["systems"]["hf-fake"]
+    assert got["stand_ins"] == "missing" and row["weights"] == "stand-in"
+    assert row["test"]["f1"] == 88.0  # not the fake predictions' 100
+    assert row["words_per_s"] == 12.0  # 3 words in the fake's 0.25 s
+    (table_row,) = [r for r in results.rows([], got) if r["name"] == "hf-fake"]
+    assert table_row["status"] == "ok, timed on a stand-in" and table_row["f1"] == 88.0
