@@ -6,7 +6,8 @@ of all-mpnet-base-v2, fine-tuned, reading sentences alone or with FLERT document
 
 The recipe is flair's FLERT one for CoNLL-03 (last layer, first sub-token, no RNN, no
 reprojection, AdamW at 5e-6 through ``ModelTrainer.fine_tune``, mini-batches of 4) with
-``use_crf=True``; ``--context`` is ``use_context=True`` (64 words either side, within the
+``use_crf=True`` (the system table passes ``--lr 5e-5``, fitted to a one-hour budget: see
+systems.py); ``--context`` is ``use_context=True`` (64 words either side, within the
 document: the column files mark each document with flair's ``-DOCSTART-`` separator). flair
 has no time limit of its own: a trainer plugin raises flair's TrainingInterrupt when the
 budget is spent, after which flair saves final-model.pt, the model predict loads.

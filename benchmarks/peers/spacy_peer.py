@@ -6,7 +6,10 @@ with spaCy's own training loop on the neutral files, and their test predictions.
 
 The configs are the ones ``spacy init config --lang en --pipeline ner --optimize efficiency``
 (cnn: a CNN tok2vec) and ``--optimize accuracy`` (trf: spacy-transformers) write, kept in
-configs/; the transformer's name is set to the unpacked all-mpnet-base-v2 folder. Training
+configs/; the transformer's name is set to the unpacked all-mpnet-base-v2 folder, and
+``--set SECTION.KEY=VALUE`` overrides a setting as ``spacy train --section.key`` does (the
+system table fits spacy-trf's schedule to the budget that way; train-info.json records them).
+Training
 reads whole documents (a Doc per CoNLL document, sentence starts marked), as spaCy's
 ``spacy convert -n`` groups them, and so does prediction. spaCy has no time limit of its
 own: a ``before_update`` callback stops its loop when the budget is spent, after which spaCy
@@ -85,7 +88,8 @@ def train(args: argparse.Namespace) -> None:
     corpus = args.out / "corpus"
     corpus.mkdir(exist_ok=True)
     paths = {s: write_docbin(args.data, s, corpus) for s in ("train", "validation")}
-    config = spacy.util.load_config(CONFIGS / f"spacy-{args.variant}.cfg", interpolate=False)
+    config = spacy.util.load_config(CONFIGS / f"spacy-{args.variant}.cfg",
+                                    overrides=parse_overrides(args.set), interpolate=False)
     config["paths"]["train"], config["paths"]["dev"] = str(paths["train"]), str(paths["validation"])
     if args.variant == "trf":
         config["components"]["transformer"]["model"]["name"] = str(args.encoder)
@@ -105,7 +109,30 @@ def train(args: argparse.Namespace) -> None:
     common.write_json(args.out / "train-info.json", {
         "seconds": round(budget.elapsed(), 1), "budget_s": args.budget, "steps": _STATE["step"],
         "epochs": _STATE["epoch"], "stopped_by": stopped, "threads": args.threads,
-        "model": best, "dev_f1": scores, "config": f"configs/spacy-{args.variant}.cfg"})
+        "model": best, "dev_f1": scores, "config": f"configs/spacy-{args.variant}.cfg",
+        "overrides": parse_overrides(args.set)})
+
+
+def parse_overrides(items: list[str] | None) -> dict[str, Any]:
+    """``--set training.accumulate_gradient=1`` as spaCy's ``load_config`` overrides: dotted
+    paths to values, each value read as JSON (a number, true, a quoted string) or else kept
+    as the text it is, as ``spacy train --training.x VALUE`` reads them.
+
+    Raises:
+        HarnessError: an item without ``=`` or with an empty path.
+    """
+    import json
+
+    overrides: dict[str, Any] = {}
+    for item in items or []:
+        path, sep, value = item.partition("=")
+        if not sep or not path.strip() or "." not in path:
+            raise common.HarnessError(f"--set {item!r}: expected SECTION.KEY=VALUE")
+        try:
+            overrides[path.strip()] = json.loads(value)
+        except ValueError:
+            overrides[path.strip()] = value
+    return overrides
 
 
 def _pick_model(out: Path, dev: Path) -> tuple[str, dict[str, float | None]]:
@@ -179,6 +206,8 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--eval-frequency", type=int, default=None,
                    help="steps between dev evaluations (default: the config's, 200)")
+    t.add_argument("--set", action="append", metavar="SECTION.KEY=VALUE",
+                   help="override one config setting, as spacy train's --section.key does")
     common.predict_parser(sub, batch_size=64)
     args = p.parse_args(argv)
     if args.command == "train":

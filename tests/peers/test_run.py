@@ -117,7 +117,7 @@ def test_epoch_override() -> None:
     from peers import systems
 
     changed = systems.with_epochs(systems.SYSTEMS["flair-flert"], "3")
-    assert changed.train_args == ("--context", "--epochs", "3")
+    assert changed.train_args == ("--context", "--epochs", "3", "--lr", "5e-5")
     with pytest.raises(HarnessError, match="no epoch count"):
         systems.with_epochs(systems.SYSTEMS["spacy-cnn"], "3")
     with pytest.raises(HarnessError, match="expected a number above 0"):
@@ -169,3 +169,33 @@ def test_each_precision_a_tool_offers_is_scored(tmp_path: Path, monkeypatch,
         assert "--precision bf16" not in rec["commands"]["predict"]
     else:
         assert "test_at" not in rec
+
+
+def test_spacy_overrides() -> None:
+    """``--set`` items become load_config's dotted overrides, values typed as spaCy's CLI
+    types them; a malformed one is refused in one line."""
+    from peers import spacy_peer
+
+    got = spacy_peer.parse_overrides([
+        "training.accumulate_gradient=1", "training.optimizer.learn_rate.warmup_steps=90",
+        "training.dropout=0.2", "nlp.lang=en", 'paths.train="a b"', "training.x=true"])
+    assert got == {"training.accumulate_gradient": 1,
+                   "training.optimizer.learn_rate.warmup_steps": 90, "training.dropout": 0.2,
+                   "nlp.lang": "en", "paths.train": "a b", "training.x": True}
+    assert spacy_peer.parse_overrides(None) == {}
+    for bad in ("training.eval_frequency", "=3", "eval_frequency=3"):
+        with pytest.raises(HarnessError, match="expected SECTION.KEY=VALUE"):
+            spacy_peer.parse_overrides([bad])
+
+
+def test_spacy_trf_schedule_fits_the_budget() -> None:
+    """The spacy-trf system's overrides, read as spaCy reads them, end the learning-rate
+    schedule where training stops (max_steps) and warm up over a tenth of it."""
+    from peers import spacy_peer, systems
+
+    args = list(systems.SYSTEMS["spacy-trf"].train_args)
+    sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
+    got = spacy_peer.parse_overrides(sets)
+    assert got["training.accumulate_gradient"] == 1
+    assert got["training.optimizer.learn_rate.total_steps"] == got["training.max_steps"] == 900
+    assert got["training.optimizer.learn_rate.warmup_steps"] == 90
