@@ -61,8 +61,12 @@ def write_record(results_dir: Path, rec: dict[str, Any]) -> Path:
 
 
 def load_records(results_dir: Path) -> list[dict[str, Any]]:
-    return [read_record(p) for p in sorted(Path(results_dir).glob("peers-*.json"))
-            if p.name != "peers-speed.json"]
+    """The records of the systems the harness knows, in its table's order: other
+    ``peers-*.json`` files there (speed runs saved under other names) are not records."""
+    from peers.systems import SYSTEMS
+
+    paths = (record_path(results_dir, name) for name in SYSTEMS)
+    return [read_record(p) for p in paths if p.exists()]
 
 
 def _num(value: Any, digits: int = 2) -> str:

@@ -88,6 +88,8 @@ def test_main_prints_the_table_from_files(tmp_path: Path, capsys) -> None:
     for rec in RECORDS:
         (tmp_path / f"peers-{rec['system']}.json").write_text(json.dumps(rec), encoding="utf-8")
     (tmp_path / "peers-speed.json").write_text(json.dumps(SPEED), encoding="utf-8")
+    # another speed run saved beside them (speed.py --out) is no system's record either
+    (tmp_path / "peers-stand-in-check.json").write_text(json.dumps(SPEED), encoding="utf-8")
     results.main(["--results", str(tmp_path)])
     out = capsys.readouterr().out
     assert out == results.row_table(results.rows(RECORDS, SPEED))
