@@ -5,12 +5,12 @@ DataCollatorForTokenClassification, AdamW at 5e-5 with linear decay, sentence by
 
     python hf_peer.py train --data DIR --out MODEL [--budget S] [--threads N] [--epochs E]
     python hf_peer.py predict --model MODEL --input test.jsonl --output FILE
-        [--precision fp32|bf16] [--timing J]
+        [--precision fp32|bf16|int8|onnx] [--timing J]
 
 Trainer's own stop is its epoch count; a callback ends training when the time budget is
 spent (``control.should_training_stop``), and the model as it is then is saved. Prediction
-takes each word's first sub-token's label (a word cut off past 512 sub-tokens is O), in fp32
-or under bf16 autocast.
+takes each word's first sub-token's label (a word cut off past 512 sub-tokens is O), in fp32,
+under bf16 autocast, int8 (torch's dynamic quantization) or ONNX Runtime (see _forward).
 """
 
 from __future__ import annotations
@@ -112,6 +112,7 @@ def predict(args: argparse.Namespace) -> None:
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForTokenClassification.from_pretrained(folder).eval()
     id2label = {int(k): v for k, v in model.config.id2label.items()}
+    logits = _forward(model, args.precision, args.model, args.threads)
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]["words"]))
     predicted: list[list[str]] = [[] for _ in sentences]
     autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if args.precision == "bf16"
@@ -123,7 +124,7 @@ def predict(args: argparse.Namespace) -> None:
             enc = tokenizer([s["words"] for s in batch], is_split_into_words=True,
                             truncation=True, max_length=MAX_LENGTH, padding=True,
                             return_tensors="pt")
-            best = model(**enc).logits.argmax(-1).tolist()
+            best = logits(enc).argmax(-1).tolist()
             for row, (i, s) in enumerate(zip(order[at:at + args.batch_size], batch,
                                              strict=True)):
                 tags = ["O"] * len(s["words"])
@@ -141,6 +142,43 @@ def predict(args: argparse.Namespace) -> None:
                                         "precision": args.precision})
 
 
+def _forward(model: Any, precision: str, out: Path, threads: int) -> Any:
+    """``batch -> logits`` at ``precision``, as a transformers user on a CPU gets it: the
+    model (fp32, or bf16 under the caller's autocast); int8 by torch's dynamic quantization
+    of every Linear (weights int8 per tensor, activations quantized per batch: the CPU
+    recipe of transformers' docs); onnx through ``torch.onnx.export`` (the dynamo exporter,
+    as seqrep exports; optimum-onnx 0.1 requires transformers below 4.58) run by ONNX
+    Runtime, the graph exported once into MODEL/onnx. Setup happens here, outside the timed
+    labeling."""
+    import torch
+
+    if precision == "int8":
+        quantized = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear},
+                                                           dtype=torch.qint8)
+        return lambda enc: quantized(**enc).logits
+    if precision != "onnx":
+        return lambda enc: model(**enc).logits
+    import onnxruntime as ort
+
+    graph = out / "onnx" / "model.onnx"
+    if not graph.is_file():
+        graph.parent.mkdir(parents=True, exist_ok=True)
+        ids = torch.ones((2, 8), dtype=torch.long)
+        batch, length = torch.export.Dim("batch"), torch.export.Dim("length")
+        torch.onnx.export(model, (), str(graph), kwargs={"input_ids": ids,
+                          "attention_mask": torch.ones_like(ids)},
+                          input_names=["input_ids", "attention_mask"], output_names=["logits"],
+                          dynamic_shapes={"input_ids": {0: batch, 1: length},
+                                          "attention_mask": {0: batch, 1: length}},
+                          dynamo=True, external_data=False)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    session = ort.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+    return lambda enc: torch.from_numpy(session.run(["logits"], {
+        "input_ids": enc["input_ids"].numpy(),
+        "attention_mask": enc["attention_mask"].numpy()})[0])
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description="Hugging Face Trainer peer")
     sub = p.add_subparsers(dest="command", required=True)
@@ -155,7 +193,7 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--seed", type=int, default=0)
     r = common.predict_parser(sub, batch_size=32)
-    r.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    r.add_argument("--precision", choices=("fp32", "bf16", "int8", "onnx"), default="fp32")
     args = p.parse_args(argv)
     if args.command == "train":
         args.encoder = args.encoder or common.encoder_folder()

@@ -22,9 +22,9 @@ CPU would change them, as we did seqrep's:
   what the budget holds, with a dev evaluation every 300.
 - flair's FLERT recipe (AdamW at 5e-6, mini-batches of 4) is for 20 epochs of a large
   encoder; in one hour it gets 1 epoch at sentence level and about half of one with
-  context, and a fresh CRF and linear layer at 5e-6 barely move. Here: 5e-5, the rate Hugging Face's Trainer uses for
-  the same encoder (hf-trainer's 90.33), over one epoch, so the schedule ends within the
-  hour at sentence level.
+  context, and a fresh CRF and linear layer at 5e-6 barely move. Here: 5e-5, the rate
+  Hugging Face's Trainer uses for the same encoder (hf-trainer's 90.33), over one epoch,
+  so the schedule ends within the hour at sentence level.
 """
 
 from __future__ import annotations
@@ -43,18 +43,19 @@ class System:
     train_args: tuple[str, ...]
     description: str
     predict_args: tuple[str, ...] = ()
-    bf16: bool = False  # its predict also labels under bf16 autocast (``--precision bf16``)
+    # what its predict's ``--precision`` offers beyond fp32: bf16 (autocast), int8, onnx
+    offers: tuple[str, ...] = ()
 
     def precisions(self, flags: dict[str, bool]) -> list[str]:
-        """The precisions this system labels at on a CPU with these flags: fp32 always, bf16
-        autocast too where the system offers it and the CPU has native bf16 (avx512_bf16 or
+        """The precisions this system labels at on a CPU with these flags: fp32 always, and
+        each one it offers, bf16 autocast only where the CPU has native bf16 (avx512_bf16 or
         amx_bf16; emulated bf16 is several times slower than fp32, so nobody would pick it)."""
         native = bool(flags.get("avx512_bf16") or flags.get("amx_bf16"))
-        return ["fp32", "bf16"] if self.bf16 and native else ["fp32"]
+        return ["fp32"] + [p for p in self.offers if p != "bf16" or native]
 
     def precision_args(self, precision: str) -> list[str]:
         """The predict options that select ``precision`` (none for a system with one)."""
-        return ["--precision", precision] if self.bf16 else []
+        return ["--precision", precision] if self.offers else []
 
 
 SYSTEMS: dict[str, System] = {s.name: s for s in (
@@ -73,7 +74,7 @@ SYSTEMS: dict[str, System] = {s.name: s for s in (
            "flair 0.15 SequenceTagger + CRF, fine-tuned all-mpnet-base-v2, FLERT context"),
     System("hf-trainer", "hf", "hf_peer.py", ("--epochs", "1.7"),
            "transformers 5.23 AutoModelForTokenClassification + Trainer, all-mpnet-base-v2",
-           bf16=True),
+           offers=("bf16", "int8", "onnx")),
 )}
 
 

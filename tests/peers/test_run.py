@@ -147,7 +147,8 @@ else:
 def _fake_peer(tmp_path: Path, bf16: bool) -> System:
     script = tmp_path / "fake_peer.py"
     script.write_text(FAKE_PEER, encoding="utf-8")
-    return System("hf-fake", "hf", str(script), (), "a peer with two precisions", bf16=bf16)
+    return System("hf-fake", "hf", str(script), (), "a peer with two precisions",
+                  offers=("bf16",) if bf16 else ())
 
 
 @pytest.mark.parametrize("native", [True, False])
@@ -199,3 +200,14 @@ def test_spacy_trf_schedule_fits_the_budget() -> None:
     assert got["training.accumulate_gradient"] == 1
     assert got["training.optimizer.learn_rate.total_steps"] == got["training.max_steps"] == 900
     assert got["training.optimizer.learn_rate.warmup_steps"] == 90
+
+
+def test_precisions_offered_where_they_run() -> None:
+    """fp32 always; int8 and onnx wherever offered; bf16 autocast only on native bf16."""
+    peer = System("p", "hf", "x.py", (), "d", offers=("bf16", "int8", "onnx"))
+    assert peer.precisions({"avx512_bf16": False, "amx_bf16": False}) == ["fp32", "int8", "onnx"]
+    assert peer.precisions({"amx_bf16": True}) == ["fp32", "bf16", "int8", "onnx"]
+    assert peer.precision_args("int8") == ["--precision", "int8"]
+    plain = System("q", "spacy", "x.py", (), "d")
+    assert plain.precisions({"avx512_bf16": True}) == ["fp32"]
+    assert plain.precision_args("fp32") == []
