@@ -132,12 +132,15 @@ def run_system(system: System, data: Path, work: Path, results_dir: Path, budget
             # the same model at another precision the tool offers here: its own F1
             name = f"{system.name}-{precision}"
             other = work / "predictions" / f"{name}.conll"
-            _stage(f"predict {precision}", predict_command(
-                system, model, data / "test.jsonl", other, threads,
-                work / "predictions" / f"{name}.timing.json", precision),
-                logs / f"{name}.predict.log", 3 * 3600)
-            rec.setdefault("test_at", {})[precision] = {
-                **_score(other, logs / f"{name}.score.log"), "predictions": str(other)}
+            try:  # a failure here costs that precision's row, not the trained model's
+                _stage(f"predict {precision}", predict_command(
+                    system, model, data / "test.jsonl", other, threads,
+                    work / "predictions" / f"{name}.timing.json", precision),
+                    logs / f"{name}.predict.log", 3 * 3600)
+                got = {**_score(other, logs / f"{name}.score.log"), "predictions": str(other)}
+            except StageFailed as failed:
+                got = {"error": f"{failed.stage}: {failed.error}"}
+            rec.setdefault("test_at", {})[precision] = got
         rec["status"] = "ok"
     except StageFailed as failed:
         rec.update(status="failed", stage=failed.stage, error=failed.error)

@@ -30,7 +30,6 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from peers import common, results, systems  # noqa: E402
+from peers.entries import STAND_IN, STAND_IN_BUDGET, Entry  # noqa: E402
 from peers.run import (  # noqa: E402
     HERE,
     REPO,
@@ -47,27 +47,7 @@ from peers.run import (  # noqa: E402
     predict_command,
     train_command,
 )
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One thing timed: a name, the command that labels ``input`` into ``output``."""
-
-    name: str
-    command: list[str]
-    output: Path
-    timing: Path | None
-    precision: str
-    threads: int = 2
-    stdout_json: bool = False  # the labeling seconds are the "seconds" of a JSON on stdout
-    train: dict[str, Any] | None = None  # a seqrep run's training record, for the table
-    system: str | None = None  # the trained system this labeling is of (default: name)
-    stand_in: bool = False  # timed on a stand-in's weights (stand_in_model)
-    test: dict[str, Any] | None = None  # a stand-in's F1: its trained model's, at precision
-
-
-STAND_IN_BUDGET = 1.0  # seconds of training: a stand-in stops after its first step or so
-STAND_IN = "~stand-in"  # the suffix of a stand-in's entry beside its trained system's
+from peers.seqrep_runs import seqrep_entries  # noqa: E402
 
 
 def _peer_entries(names: str | None, work: Path, data: Path, threads: int,
@@ -146,111 +126,6 @@ def stand_in_model(system: systems.System, work: Path, threads: int) -> Path:
         raise common.HarnessError(f"{system.name}: its stand-in did not build: "
                                   f"{err.error}") from None
     return folder
-
-
-def seqrep_entries(spec: str, work: Path, threads: int, stand_ins: str = "none"
-                   ) -> list[Entry]:
-    """``NAME=RUN[:PRECISION[:RUNTIME]]``: a seqrep run labeling CoNLL-2003's test split.
-    RUN is a trained run folder (its model in RUN/best) or, with ``stand_ins``, the records
-    of one (run.json, metrics.json, as results/ keeps them) whose stand-in is timed.
-
-    Raises:
-        HarnessError: a spec without ``=``, a run folder that does not exist, or one with
-            no model when no stand-in is asked for.
-    """
-    name, sep, rest = spec.partition("=")
-    if not sep or not name or not rest:
-        raise common.HarnessError(f"--seqrep {spec!r}: expected NAME=RUN[:PRECISION[:RUNTIME]]")
-    run, precision, runtime = (rest.split(":") + ["auto", "torch"])[:3]
-    precision, runtime = precision or "auto", runtime or "torch"
-    if not Path(run).is_dir():
-        raise common.HarnessError(f"--seqrep {name}: run folder {run} does not exist")
-    trained = (Path(run) / "best" / "config.json").is_file()
-    if not trained and stand_ins == "none":
-        raise common.HarnessError(f"--seqrep {name}: {run} holds no trained model "
-                                  "(best/config.json); --stand-ins missing times a stand-in")
-    folders: list[tuple[str, Path, bool]] = [(name, Path(run), False)] if trained else []
-    if stand_ins == "also" or not trained:
-        folders.append((name + STAND_IN if trained else name,
-                        seqrep_stand_in(Path(run), work / "standins" / f"seqrep-{name}"), True))
-    entries = []
-    for entry_name, folder, stand_in in folders:
-        out = work / "speed" / f"{entry_name}.conll"
-        cmd = [sys.executable, "-m", "seqrep", "evaluate", str(folder), "--dataset",
-               "conll2003", "--split", "test", "--predictions", str(out), "--precision",
-               precision, "--runtime", runtime, "--json", "--quiet"]
-        entries.append(Entry(entry_name, cmd, out, None, precision, threads,
-                             stdout_json=True, train=seqrep_training(Path(run)),
-                             system=name, stand_in=stand_in,
-                             test=seqrep_test(Path(run), precision) if stand_in else None))
-    return entries
-
-
-def seqrep_test(run: Path, precision: str) -> dict[str, Any] | None:
-    """A seqrep run's test F1 (metrics.json, in percent) when it was labeled at
-    ``precision`` (the run trained, and so tested, at run.json's ``train.precision``); None
-    at another precision, whose F1 the records do not hold."""
-    metrics, config = run / "metrics.json", run / "run.json"
-    if not metrics.is_file() or not config.is_file():
-        return None
-    trained_at = json.loads(config.read_text(encoding="utf-8")).get("train", {}).get(
-        "precision")
-    test = json.loads(metrics.read_text(encoding="utf-8")).get("test")
-    if trained_at != precision or not isinstance(test, dict) or "f1" not in test:
-        return None
-    return {"f1": 100 * test["f1"], "precision": 100 * test["precision"],
-            "recall": 100 * test["recall"], "sentences": test.get("sentences"),
-            "scorer": "seqrep's test at the end of training (strict IOB2)",
-            "source": str(metrics)}
-
-
-STAND_IN_SENTENCES = 16
-
-
-def seqrep_stand_in(run: Path, out: Path) -> Path:
-    """A stand-in for a seqrep run whose model is not on this machine: its run.json's
-    configuration (model, exit layer, repetitions, context, labels) trained for one epoch of
-    16 sentences, so it labels exactly as the trained model does, at the same cost.
-
-    Raises:
-        HarnessError: RUN has no run.json, or the training failed.
-    """
-    if (out / "best" / "config.json").is_file():
-        return out
-    config = run / "run.json"
-    if not config.is_file():
-        raise common.HarnessError(f"--seqrep: {run} has no run.json to build a stand-in from")
-    from seqrep.config import LabelerConfig, TrainConfig
-    from seqrep.errors import SeqrepError
-    from seqrep.train import train
-
-    saved = json.loads(config.read_text(encoding="utf-8"))
-    small = {"epochs": 1, "max_steps": None, "max_train_sentences": STAND_IN_SENTENCES,
-             "max_eval_sentences": STAND_IN_SENTENCES, "max_test_sentences": STAND_IN_SENTENCES}
-    print(f"peers speed: building a stand-in for {run}", file=sys.stderr)
-    try:
-        train(LabelerConfig.from_dict(saved["labeler"]),
-              TrainConfig.from_dict({**saved["train"], **small}), out, overwrite=True,
-              quiet=True, reader_options=saved.get("reader_options") or None)
-    except SeqrepError as err:
-        raise common.HarnessError(f"--seqrep: the stand-in of {run} did not build: "
-                                  f"{err}") from None
-    return out
-
-
-def seqrep_training(run: Path) -> dict[str, Any] | None:
-    """What a seqrep run folder says of its training (metrics.json): seconds, optimizer
-    steps, epochs and sentences; None for a folder without one (a downloaded labeler)."""
-    path = run / "metrics.json"
-    if not path.is_file():
-        return None
-    metrics = json.loads(path.read_text(encoding="utf-8"))
-    config = run / "run.json"
-    epochs = (json.loads(config.read_text(encoding="utf-8")).get("train", {}).get("epochs")
-              if config.is_file() else None)
-    return {"seconds": metrics.get("train_seconds"), "steps": metrics.get("steps"),
-            "epochs": epochs, "sentences": metrics.get("train_sentences"),
-            "run": str(run)}
 
 
 def time_once(entry: Entry, log: Path) -> dict[str, Any]:

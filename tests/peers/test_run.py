@@ -136,7 +136,9 @@ if a.command == "train":
     Path(a.out).mkdir(parents=True)
     Path(a.out, "train-info.json").write_text(json.dumps({"seconds": 1.0, "budget": a.budget}))
 else:
-    # fp32 finds the one entity (F1 100); bf16 misses it (F1 0)
+    # fp32 finds the one entity (F1 100); bf16 misses it (F1 0); onnx fails
+    if a.precision == "onnx":
+        sys.exit("no exporter for this model")
     tag = "O" if a.precision == "bf16" else "B-LOC"
     Path(a.output).parent.mkdir(parents=True, exist_ok=True)
     Path(a.output).write_text(f"Paris B-LOC {tag}\\nis O O\\nnice O O\\n\\n")
@@ -211,3 +213,20 @@ def test_precisions_offered_where_they_run() -> None:
     plain = System("q", "spacy", "x.py", (), "d")
     assert plain.precisions({"avx512_bf16": True}) == ["fp32"]
     assert plain.precision_args("fp32") == []
+
+
+def test_a_failed_extra_precision_keeps_the_record(tmp_path: Path, monkeypatch) -> None:
+    """A labeling at an extra precision that fails is recorded in test_at as failed; the
+    trained model's fp32 F1 and the other precisions stay, and the record stays ok."""
+    venvs = tmp_path / "venvs"
+    _fake_venv(venvs, "hf")
+    monkeypatch.setenv("PEERS_VENVS", str(venvs))
+    monkeypatch.setattr(run.common, "cpu_flags", lambda: {"model": "x", "cores": 2,
+                                                          "flags": {"avx512_bf16": True}})
+    peer = System("hf-fake", "hf", _fake_peer(tmp_path, bf16=True).script, (), "d",
+                  offers=("onnx", "bf16"))
+    rec = run.run_system(peer, _data(tmp_path / "data"), tmp_path / "work",
+                         tmp_path / "results", budget=5, threads=1)
+    assert rec["status"] == "ok" and rec["test"]["f1"] == 100.0
+    assert rec["test_at"]["onnx"] == {"error": "predict onnx: no exporter for this model"}
+    assert rec["test_at"]["bf16"]["f1"] == 0.0
