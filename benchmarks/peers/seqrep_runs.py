@@ -81,7 +81,7 @@ def seqrep_entries(spec: str, work: Path, threads: int, stand_ins: str = "none"
     folders: list[tuple[str, Path, bool]] = [(name, run, False)] if trained else []
     if stand_ins == "also" or not trained:
         folders.append((name + STAND_IN if trained else name,
-                        seqrep_stand_in(run, work / "standins" / f"seqrep-{name}"), True))
+                        seqrep_stand_in(run, stand_in_folder(run, work)), True))
     entries = []
     for entry_name, folder, stand_in in folders:
         model = folder
@@ -96,6 +96,15 @@ def seqrep_entries(spec: str, work: Path, threads: int, stand_ins: str = "none"
                              system=name, stand_in=stand_in,
                              test=seqrep_test(run, label) if stand_in else None))
     return entries
+
+
+def stand_in_folder(run: Path, work: Path) -> Path:
+    """Where RUN's stand-in is built: one per run folder, whatever names and precisions
+    the specs time it under (its name and a digest of its full path)."""
+    import hashlib
+
+    digest = hashlib.sha256(str(run.resolve()).encode()).hexdigest()[:8]
+    return work / "standins" / f"seqrep-{run.name}-{digest}"
 
 
 def export(model: Path, out: Path, logs: Path) -> Path:

@@ -78,7 +78,9 @@ def test_seqrep_stand_in_keeps_the_labeler_and_the_f1(tmp_path: Path, monkeypatc
     records = _records(tmp_path / "records")
     (entry,) = seqrep_runs.seqrep_entries(f"recipe={records}:bf16", tmp_path / "w", 2, "missing")
     assert entry.stand_in and entry.name == "recipe"
-    assert entry.command[4] == str(tmp_path / "w" / "standins" / "seqrep-recipe")
+    folder = entry.command[4]
+    assert folder == str(seqrep_runs.stand_in_folder(records, tmp_path / "w"))
+    assert Path(folder).parent == tmp_path / "w" / "standins"
     labeler, cfg, kw = built[0]
     assert (labeler.model, labeler.exit_layer, labeler.repetitions, labeler.context,
             labeler.labels) == ("gemma3-270m", 11, 1, "document-focus", ["O", "B-LOC", "I-LOC"])
@@ -90,7 +92,10 @@ def test_seqrep_stand_in_keeps_the_labeler_and_the_f1(tmp_path: Path, monkeypatc
     (fp32,) = seqrep_runs.seqrep_entries(f"r2={records}:fp32", tmp_path / "w", 2, "missing")
     assert fp32.test is None  # the records hold no F1 at fp32
     seqrep_runs.seqrep_entries(f"recipe={records}:bf16", tmp_path / "w", 2, "missing")
-    assert len(built) == 2  # the first stand-in is reused, r2's was built
+    assert len(built) == 1  # one stand-in per run folder, whatever the spec's name
+    other = _records(tmp_path / "elsewhere" / "records")  # same name, another run
+    (third,) = seqrep_runs.seqrep_entries(f"recipe={other}:bf16", tmp_path / "w", 2, "missing")
+    assert len(built) == 2 and third.command[4] != folder
 
 
 def _fake_export(monkeypatch) -> list:
@@ -140,7 +145,7 @@ def test_stand_in_rows_at_onnx_carry_test_at(tmp_path: Path, monkeypatch) -> Non
         {"onnx-int8": {"f1": 91.9, "precision": 91.0, "recall": 92.8}}), encoding="utf-8")
     (got,) = seqrep_runs.seqrep_entries(f"r={records}::onnx-int8", tmp_path / "w", 2, "missing")
     assert got.test["f1"] == 91.9 and got.test["source"] == str(records / "test_at.json")
-    assert calls[-1] == (tmp_path / "w" / "standins" / "seqrep-r",
+    assert calls[-1] == (seqrep_runs.stand_in_folder(records, tmp_path / "w"),
                          tmp_path / "w" / "exports" / "r")
     # test_at.json's bf16 entry, where present, wins over metrics.json's (same precision)
     (bf16,) = seqrep_runs.seqrep_entries(f"b={records}:bf16", tmp_path / "w", 2, "missing")
