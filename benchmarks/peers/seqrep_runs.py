@@ -86,7 +86,7 @@ def seqrep_entries(spec: str, work: Path, threads: int, stand_ins: str = "none"
     for entry_name, folder, stand_in in folders:
         model = folder
         if runtime in ONNX_RUNTIMES and not (folder / "seqrep-onnx.json").is_file():
-            model = export(folder, work / "exports" / entry_name, work / "logs")
+            model = export(folder, _keyed(work / "exports", folder), work / "logs")
         out = work / "speed" / f"{entry_name}.conll"
         cmd = [sys.executable, "-m", "seqrep", "evaluate", str(model), "--dataset",
                "conll2003", "--split", "test", "--predictions", str(out), "--precision",
@@ -98,13 +98,19 @@ def seqrep_entries(spec: str, work: Path, threads: int, stand_ins: str = "none"
     return entries
 
 
-def stand_in_folder(run: Path, work: Path) -> Path:
-    """Where RUN's stand-in is built: one per run folder, whatever names and precisions
-    the specs time it under (its name and a digest of its full path)."""
+def _keyed(parent: Path, folder: Path) -> Path:
+    """PARENT/seqrep-NAME-DIGEST: one place per folder (its name and a digest of its full
+    path), whatever names and precisions the specs time it under."""
     import hashlib
 
-    digest = hashlib.sha256(str(run.resolve()).encode()).hexdigest()[:8]
-    return work / "standins" / f"seqrep-{run.name}-{digest}"
+    digest = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:8]
+    return parent / f"seqrep-{folder.name}-{digest}"
+
+
+def stand_in_folder(run: Path, work: Path) -> Path:
+    """Where RUN's stand-in is built: one per run folder (its ONNX export likewise, in
+    WORK/exports, one for both ONNX runtimes)."""
+    return _keyed(work / "standins", run)
 
 
 def export(model: Path, out: Path, logs: Path) -> Path:

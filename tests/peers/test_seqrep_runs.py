@@ -119,18 +119,18 @@ def test_onnx_runtimes_label_an_export(tmp_path: Path, monkeypatch) -> None:
     run = _trained_run(tmp_path / "run")
     (onnx,) = seqrep_runs.seqrep_entries(f"g={run}:fp32:onnx", tmp_path / "w", 2)
     (int8,) = seqrep_runs.seqrep_entries(f"g8={run}::onnx-int8", tmp_path / "w", 2)
-    assert calls == [(run, tmp_path / "w" / "exports" / "g"),
-                     (run, tmp_path / "w" / "exports" / "g8")]
-    assert onnx.command[4] == str(tmp_path / "w" / "exports" / "g")
+    exported = calls[0][1]  # one export of the run serves both runtimes
+    assert calls == [(run, exported), (run, exported)]
+    assert exported.parent == tmp_path / "w" / "exports"
+    assert onnx.command[4] == int8.command[4] == str(exported)
     assert onnx.command[-6:] == ["--precision", "fp32", "--runtime", "onnx", "--json", "--quiet"]
     assert (onnx.precision, int8.precision) == ("onnx", "onnx-int8")
     assert int8.command[-4:-2] == ["--runtime", "onnx-int8"]
     with pytest.raises(HarnessError, match="onnx runs an fp32 graph"):
         seqrep_runs.seqrep_entries(f"g={run}:bf16:onnx", tmp_path / "w", 2)
     # an export folder is labeled as it is
-    (direct,) = seqrep_runs.seqrep_entries(f"d={tmp_path / 'w' / 'exports' / 'g'}::onnx",
-                                           tmp_path / "w", 2)
-    assert direct.command[4] == str(tmp_path / "w" / "exports" / "g") and len(calls) == 2
+    (direct,) = seqrep_runs.seqrep_entries(f"d={exported}::onnx", tmp_path / "w", 2)
+    assert direct.command[4] == str(exported) and len(calls) == 2
 
 
 def test_stand_in_rows_at_onnx_carry_test_at(tmp_path: Path, monkeypatch) -> None:
@@ -145,8 +145,9 @@ def test_stand_in_rows_at_onnx_carry_test_at(tmp_path: Path, monkeypatch) -> Non
         {"onnx-int8": {"f1": 91.9, "precision": 91.0, "recall": 92.8}}), encoding="utf-8")
     (got,) = seqrep_runs.seqrep_entries(f"r={records}::onnx-int8", tmp_path / "w", 2, "missing")
     assert got.test["f1"] == 91.9 and got.test["source"] == str(records / "test_at.json")
-    assert calls[-1] == (seqrep_runs.stand_in_folder(records, tmp_path / "w"),
-                         tmp_path / "w" / "exports" / "r")
+    stand_in = seqrep_runs.stand_in_folder(records, tmp_path / "w")
+    assert calls[-1][0] == stand_in and calls[-1][1].parent == tmp_path / "w" / "exports"
+    assert got.command[4] == str(calls[-1][1])
     # test_at.json's bf16 entry, where present, wins over metrics.json's (same precision)
     (bf16,) = seqrep_runs.seqrep_entries(f"b={records}:bf16", tmp_path / "w", 2, "missing")
     assert bf16.test["f1"] == 92.0  # none in test_at.json: metrics.json's
