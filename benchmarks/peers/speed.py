@@ -9,8 +9,9 @@ rounds is kept, with each system's F1 at that precision, peak memory and the CPU
 Each labeling is a fresh process (``predict`` of the peer's script, or ``seqrep evaluate``
 for a seqrep run folder), waited for with ``os.wait4`` so that its own peak resident memory
 is read. ``label_s`` is the labeling alone, as the peer's script times it (model loading
-excluded); ``wall_s`` is the whole process. Precisions: spaCy and flair fp32; the Hugging Face
-model fp32, and bf16 autocast where the CPU has native bf16 (avx512_bf16 or amx_bf16).
+excluded); ``wall_s`` is the whole process. Precisions: each system's ``offers`` (systems.py;
+bf16 autocast only where the CPU has it natively), and seqrep's runs as their specs ask
+(seqrep_runs.py: a torch precision or an ONNX runtime).
 
 Stand-ins (``--stand-ins missing``): a trained model is hundreds of MB and lives only where
 it trained, while each training takes an hour of the same two cores; so a system trained
