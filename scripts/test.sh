@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . scripts/env.sh
-ruff check src tests
+ruff check src tests benchmarks scripts
 # one worker a core (at most 4; SEQREP_TEST_WORKERS overrides, 0 runs in this process): each
 # test runs torch on one thread (tests/conftest.py), and a file's tests share one worker, so
 # the tiny models a module loads once are loaded once

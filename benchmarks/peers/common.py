@@ -296,6 +296,22 @@ class Budget:
         return self.elapsed() >= self.seconds
 
 
+def read_json(path: str | Path, what: str, expect: type = object) -> Any:
+    """A JSON file through seqrep.fileio.read_json (size and depth caps), of type ``expect``;
+    anything else one HarnessError line naming the file. Imports seqrep only when called:
+    the peers' own environments lack it."""
+    from seqrep.errors import ConfigError
+    from seqrep.fileio import read_json as bounded
+
+    try:  # (read_json builds its error from one message: DataError takes a source too)
+        got = bounded(Path(path), what, ConfigError)
+    except ConfigError as err:
+        raise HarnessError(str(err)) from None
+    if not isinstance(got, expect):
+        raise HarnessError(f"{path}: {what} is not a JSON {expect.__name__}")
+    return got
+
+
 def write_json(path: str | Path, record: dict[str, Any]) -> None:
     """A JSON record, written atomically."""
     write_text(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")

@@ -15,7 +15,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: the harness's package lies one folder up
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from peers.common import HarnessError, fail, write_json, write_text
+from peers.common import HarnessError, fail, read_json, write_json, write_text
 
 COLUMNS = ("System", "What", "F1", "P", "R", "Train min", "Steps", "Status")
 
@@ -24,25 +24,13 @@ def record_path(results_dir: Path, system: str) -> Path:
     return Path(results_dir) / f"peers-{system}.json"
 
 
-def _read_bounded(path: Path, what: str) -> Any:
-    """A JSON file through seqrep.fileio.read_json (size and depth caps), its error one
-    HarnessError line."""
-    from seqrep.errors import ConfigError
-    from seqrep.fileio import read_json
-
-    try:  # (read_json builds its error from one message: DataError takes a source too)
-        return read_json(path, what, ConfigError)
-    except ConfigError as err:
-        raise HarnessError(str(err)) from None
-
-
 def read_record(path: Path) -> dict[str, Any]:
     """A record, read through seqrep.fileio.read_json (size and depth caps, one line).
 
     Raises:
         HarnessError: the file is missing, not JSON, or not an object with a system.
     """
-    rec = _read_bounded(path, "a peers record")
+    rec = read_json(path, "a peers record")
     if not isinstance(rec, dict) or not isinstance(rec.get("system"), str):
         raise HarnessError(f"{path}: not a peers record (expected an object with 'system')")
     return rec
@@ -183,7 +171,7 @@ def load_speed(results_dir: Path) -> dict[str, Any] | None:
     path = Path(results_dir) / SPEED_FILE
     if not path.exists():
         return None
-    got = _read_bounded(path, "the peers speed record")
+    got = read_json(path, "the peers speed record")
     if not isinstance(got, dict) or not isinstance(got.get("systems"), dict):
         raise HarnessError(f"{path}: not a peers speed record (expected 'systems')")
     return got

@@ -15,7 +15,6 @@ or runtime name, in percent, scored by the harness's one scorer.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -136,6 +135,14 @@ def export(model: Path, out: Path, logs: Path) -> Path:
     return out
 
 
+def _train_config(config: Path) -> dict[str, Any]:
+    """run.json's ``train`` section (an object; an empty one where it has none)."""
+    train = common.read_json(config, "a run's configuration", dict).get("train", {})
+    if not isinstance(train, dict):
+        raise common.HarnessError(f"{config}: 'train' is not an object")
+    return train
+
+
 def seqrep_test(run: Path, precision: str) -> dict[str, Any] | None:
     """A seqrep run's test F1 at ``precision`` (a precision or an ONNX runtime's name), in
     percent: test_at.json's entry for it, else metrics.json's test when the run trained, and
@@ -143,15 +150,14 @@ def seqrep_test(run: Path, precision: str) -> dict[str, Any] | None:
     hold no F1 at it."""
     at = run / TEST_AT
     if at.is_file():
-        got = json.loads(at.read_text(encoding="utf-8")).get(precision)
+        got = common.read_json(at, "a run's test F1s", dict).get(precision)
         if isinstance(got, dict) and "f1" in got:
             return {**got, "source": str(at)}
     metrics, config = run / "metrics.json", run / "run.json"
     if not metrics.is_file() or not config.is_file():
         return None
-    trained_at = json.loads(config.read_text(encoding="utf-8")).get("train", {}).get(
-        "precision")
-    test = json.loads(metrics.read_text(encoding="utf-8")).get("test")
+    trained_at = _train_config(config).get("precision")
+    test = common.read_json(metrics, "a run's metrics", dict).get("test")
     if trained_at != precision or not isinstance(test, dict) or "f1" not in test:
         return None
     return {"f1": 100 * test["f1"], "precision": 100 * test["precision"],
@@ -177,10 +183,14 @@ def seqrep_stand_in(run: Path, out: Path) -> Path:
     from seqrep.errors import SeqrepError
     from seqrep.train import train
 
-    saved = json.loads(config.read_text(encoding="utf-8"))
+    saved = common.read_json(config, "a run's configuration", dict)
     small = {"epochs": 1, "max_steps": None, "max_train_sentences": STAND_IN_SENTENCES,
              "max_eval_sentences": STAND_IN_SENTENCES, "max_test_sentences": STAND_IN_SENTENCES}
     print(f"peers speed: building a stand-in for {run}", file=sys.stderr)
+    for section in ("labeler", "train"):
+        if not isinstance(saved.get(section), dict):
+            raise common.HarnessError(f"{config}: no '{section}' object to build a stand-in "
+                                      "from")
     try:
         train(LabelerConfig.from_dict(saved["labeler"]),
               TrainConfig.from_dict({**saved["train"], **small}), out, overwrite=True,
@@ -197,10 +207,9 @@ def seqrep_training(run: Path) -> dict[str, Any] | None:
     path = run / "metrics.json"
     if not path.is_file():
         return None
-    metrics = json.loads(path.read_text(encoding="utf-8"))
+    metrics = common.read_json(path, "a run's metrics", dict)
     config = run / "run.json"
-    epochs = (json.loads(config.read_text(encoding="utf-8")).get("train", {}).get("epochs")
-              if config.is_file() else None)
+    epochs = _train_config(config).get("epochs") if config.is_file() else None
     return {"seconds": metrics.get("train_seconds"), "steps": metrics.get("steps"),
             "epochs": epochs, "sentences": metrics.get("train_sentences"),
             "run": str(run)}
@@ -230,7 +239,7 @@ def at_runtimes(run: Path, records: Path, runtimes: list[str], work: Path,
                                       f"{', '.join(known)}")
     path = records / TEST_AT
     (work / "logs").mkdir(parents=True, exist_ok=True)
-    written = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    written = common.read_json(path, "a run's test F1s", dict) if path.is_file() else {}
     cpu = common.cpu_flags()
     for r in runtimes:
         onnx = r in ONNX_RUNTIMES

@@ -182,3 +182,25 @@ def test_at_runtimes_scores_each_labeling(tmp_path: Path, monkeypatch) -> None:
         seqrep_runs.at_runtimes(run, records, ["fp16"], tmp_path / "w", 2)
     with pytest.raises(HarnessError, match="no trained model"):
         seqrep_runs.at_runtimes(records, records, ["onnx"], tmp_path / "w", 2)
+
+
+def test_damaged_records_are_one_line_naming_the_file(tmp_path: Path) -> None:
+    """A run's test_at.json, metrics.json or run.json that is not JSON (or not an object)
+    is a HarnessError naming that file, never a traceback from json."""
+    records = _records(tmp_path / "records")
+    (records / "test_at.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(HarnessError, match="test_at.json"):
+        seqrep_runs.seqrep_test(records, "bf16")
+    (records / "test_at.json").unlink()
+    (records / "metrics.json").write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(HarnessError, match="metrics.json"):
+        seqrep_runs.seqrep_test(records, "bf16")
+    with pytest.raises(HarnessError, match="metrics.json"):
+        seqrep_runs.seqrep_training(records)
+    (records / "metrics.json").write_text("{}", encoding="utf-8")
+    (records / "run.json").write_text("", encoding="utf-8")
+    with pytest.raises(HarnessError, match="run.json"):
+        seqrep_runs.seqrep_test(records, "bf16")
+    (records / "run.json").write_text(json.dumps({"train": {}}), encoding="utf-8")
+    with pytest.raises(HarnessError, match="no 'labeler' object"):
+        seqrep_runs.seqrep_stand_in(records, tmp_path / "stand-in")
