@@ -4,8 +4,8 @@ the trained model or of a stand-in; and the F1 of a trained run at the runtimes 
 did not test, kept beside its records so that a later speed run's stand-in rows carry them.
 
     # after training: label the test set with ONNX Runtime (fp32 and int8) and keep the F1s
-    python benchmarks/peers/seqrep_runs.py runs/recipe-focus-bf16 \\
-        --records results/recipe-focus-bf16 [--runtimes onnx,onnx-int8] [--threads 2]
+    python benchmarks/peers/seqrep_runs.py runs/recipe-focus-bf16-e2 \\
+        --records results/recipe-focus-bf16-e2 [--runtimes onnx,onnx-int8] [--threads 2]
 
 A run's ``metrics.json`` holds its test F1 at the precision it trained in (run.json's
 ``train.precision``); ``test_at.json`` beside it holds the others, one entry per precision
