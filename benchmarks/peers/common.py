@@ -262,21 +262,26 @@ def set_threads(threads: int) -> None:
 
 
 def cpu_flags(cpuinfo: str | None = None) -> dict[str, Any]:
-    """The CPU's model name, core count and the flags that decide bf16 and int8 speed."""
+    """The CPU's model name, family, model number and stepping (the name alone, "AMD EPYC"
+    under a hypervisor, hides the generation), core count and the flags that decide bf16
+    and int8 speed; from the first processor's lines."""
     if cpuinfo is None:
         try:
             cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
         except OSError:
             cpuinfo = ""
-    model, flags = "", set()
+    first: dict[str, str] = {}
     for line in cpuinfo.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() == "model name" and not model:
-            model = value.strip()
-        elif key.strip() == "flags" and not flags:
-            flags = set(value.split())
-    return {"model": model, "cores": os.cpu_count(),
-            "flags": {f: f in flags for f in CPU_FLAGS}}
+        first.setdefault(key.strip(), value.strip())
+
+    def number(key: str) -> int | None:
+        return int(first[key]) if first.get(key, "").isdigit() else None
+
+    flags = set(first.get("flags", "").split())
+    return {"model": first.get("model name", ""), "family": number("cpu family"),
+            "model_number": number("model"), "stepping": number("stepping"),
+            "cores": os.cpu_count(), "flags": {f: f in flags for f in CPU_FLAGS}}
 
 
 class Budget:

@@ -190,6 +190,24 @@ def stand_in_ratios(rows: dict[str, dict[str, Any]]) -> None:
             row["stand_in_over_trained"] = round(row["words_per_s"] / twin["words_per_s"], 3)
 
 
+# Gemma-3-270m's MLP products on 512 tokens: the shapes seqrep's recipe spends its time on
+PROBE_SHAPES = ((512, 640, 2048), (512, 2048, 640))
+
+
+def matmul_probe(threads: int, repeats: int = 20) -> dict[str, float]:
+    """This machine's matrix-multiply rate now, GFLOP/s in fp32 and bf16 on
+    :data:`PROBE_SHAPES` (the faster shape), with the run's threads: taken before the first
+    round and after the last, so a run on a host that multiplies slower today (bf16 at half
+    the rate between two sessions here, fp32 the same) says so beside its words/s."""
+    import torch
+
+    from seqrep.lab.bench_rows import matmul_gflops
+
+    torch.set_num_threads(threads)
+    return {p: max(round(matmul_gflops(m, k, n, repeats, p), 1) for m, k, n in PROBE_SHAPES)
+            for p in ("fp32", "bf16")}
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--systems", default=None)
@@ -224,6 +242,7 @@ def main(argv: list[str] | None = None) -> None:
                                       " (run benchmarks/peers/run.py first)")
         timed: dict[str, list[dict[str, Any]]] = {e.name: [] for e in entries}
         failed: dict[str, str] = {}
+        probe = {"before": matmul_probe(args.threads)}
         for rnd in range(args.repeats):
             for e in entries:
                 if e.name in failed:
@@ -253,9 +272,11 @@ def main(argv: list[str] | None = None) -> None:
                 except StageFailed as err:  # a scoring failure is recorded, not fatal
                     row["test"] = {"error": err.error}
             systems_out[e.name] = row
+        probe["after"] = matmul_probe(args.threads)
         stand_in_ratios(systems_out)
         record = {"input": str(data), "sentences": len(sentences), "words": words,
                   "threads": args.threads, "repeats": args.repeats, "cpu": cpu,
+                  "matmul_gflops": {**probe, "shapes": [list(x) for x in PROBE_SHAPES]},
                   "order": "interleaved rounds", "stand_ins": args.stand_ins,
                   "systems": systems_out,
                   "harness": str(HERE.relative_to(REPO))}

@@ -157,3 +157,15 @@ def test_cpu_flags_from_cpuinfo() -> None:
     assert got["model"] == "Some Xeon"
     assert got["flags"]["avx512_vnni"] and got["flags"]["avx2"]
     assert not got["flags"]["avx512_bf16"] and not got["flags"]["amx_bf16"]
+
+
+def test_cpu_names_its_generation() -> None:
+    """"AMD EPYC" alone hides the generation (a hypervisor's model name): the family, model
+    and stepping numbers tell two machines with one name apart; absent ones are None."""
+    info = ("processor : 0\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n"
+            "stepping\t: 1\nflags : avx2\nprocessor : 1\ncpu family : 99\n")
+    got = common.cpu_flags(info)
+    assert (got["model"], got["family"], got["model_number"], got["stepping"]) == (
+        "AMD EPYC", 25, 17, 1)
+    bare = common.cpu_flags("model name : X\n")
+    assert bare["family"] is None and bare["model_number"] is None

@@ -172,5 +172,8 @@ def test_a_stand_in_row_carries_the_records_f1(tmp_path: Path, monkeypatch) -> N
     assert got["stand_ins"] == "missing" and row["weights"] == "stand-in"
     assert row["test"]["f1"] == 88.0  # not the fake predictions' 100
     assert row["words_per_s"] == 12.0  # 3 words in the fake's 0.25 s
+    # the machine's matmul rate, measured before the first round and after the last
+    for when in ("before", "after"):
+        assert got["matmul_gflops"][when]["fp32"] > 0 and got["matmul_gflops"][when]["bf16"] > 0
     (table_row,) = [r for r in results.rows([], got) if r["name"] == "hf-fake"]
     assert table_row["status"] == "ok, timed on a stand-in" and table_row["f1"] == 88.0
