@@ -30,9 +30,10 @@ else
   if ! python -m pip install -q --retries 1 --timeout 30 --index-url "$index" \
       "torch==$TORCH_VERSION" 2>/dev/null; then
     echo "setup: note: $index could not be reached; taking torch $TORCH_VERSION from the" >&2
-    echo "setup: default index instead, which on Linux x86_64 is the CUDA build (about 2.7 GB" >&2
-    echo "setup: more in .venv; it runs on the CPU all the same)" >&2
+    echo "setup: default index (and PIP_FIND_LINKS, if set) instead: PyPI's is the CUDA build" >&2
+    echo "setup: on Linux x86_64 (about 2.7 GB more in .venv; it runs on the CPU all the same)" >&2
     python -m pip install -q "torch==$TORCH_VERSION"
+    echo "setup: installed torch $(python -c 'import torch; print(torch.__version__)')" >&2
   fi
 fi
 # seqeval 1.2.2 ships only as an sdist whose setup_requires fetches the newest setuptools_scm
