@@ -33,7 +33,7 @@ else
     echo "setup: default index (and PIP_FIND_LINKS, if set) instead: PyPI's is the CUDA build" >&2
     echo "setup: on Linux x86_64 (about 2.7 GB more in .venv; it runs on the CPU all the same)" >&2
     python -m pip install -q "torch==$TORCH_VERSION"
-    echo "setup: installed torch $(python -c 'import torch; print(torch.__version__)')" >&2
+    echo "setup: installed torch $(python -W ignore -c 'import torch; print(torch.__version__)')" >&2
   fi
 fi
 # seqeval 1.2.2 ships only as an sdist whose setup_requires fetches the newest setuptools_scm
