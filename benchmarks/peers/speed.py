@@ -230,6 +230,13 @@ def main(argv: list[str] | None = None) -> None:
             raise common.HarnessError(f"--repeats {args.repeats}: expected at least 1")
         work = args.work or common.venvs_root() / "work"
         data = args.input or work / "data" / "test.jsonl"
+        manifest = work / "data" / "manifest.json"
+        cut = args.input is not None or (manifest.is_file() and common.read_json(
+            manifest, "the converted data's manifest", dict).get("max_sentences") is not None)
+        if args.seqrep and cut:
+            raise common.HarnessError(
+                f"--seqrep labels CoNLL-2003's whole test split (seqrep evaluate), but {data} "
+                "is another input: time seqrep's rows with the default input of a full run")
         sentences = common.read_jsonl(data)
         words = sum(len(s["words"]) for s in sentences)
         cpu = common.cpu_flags()

@@ -177,3 +177,24 @@ def test_a_stand_in_row_carries_the_records_f1(tmp_path: Path, monkeypatch) -> N
         assert got["matmul_gflops"][when]["fp32"] > 0 and got["matmul_gflops"][when]["bf16"] > 0
     (table_row,) = [r for r in results.rows([], got) if r["name"] == "hf-fake"]
     assert table_row["status"] == "ok, timed on a stand-in" and table_row["f1"] == 88.0
+
+
+def test_seqrep_rows_refuse_a_smaller_input(tmp_path: Path, capsys) -> None:
+    """seqrep's rows label CoNLL-2003's whole test split through seqrep evaluate, so a speed
+    run over another input (--input, or a smoke work folder's cut split) would divide their
+    time by the wrong word count: refused in one line before anything runs."""
+    data = tmp_path / "test.jsonl"
+    data.write_text(json.dumps({"words": ["a"], "tags": ["O"], "doc_id": None}) + "\n",
+                    encoding="utf-8")
+    smoke = tmp_path / "smoke"
+    (smoke / "data").mkdir(parents=True)
+    (smoke / "data" / "test.jsonl").write_text(data.read_text(), encoding="utf-8")
+    (smoke / "data" / "manifest.json").write_text(json.dumps({"max_sentences": 1}))
+    for args in (["--work", str(tmp_path), "--input", str(data)], ["--work", str(smoke)]):
+        with pytest.raises(SystemExit) as ex:
+            speed.main([*args, "--seqrep", f"s={tmp_path}:bf16",
+                        "--out", str(tmp_path / "speed.json")])
+        assert ex.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "whole test split" in err, err
+        assert not (tmp_path / "speed.json").exists()
