@@ -245,7 +245,6 @@ def at_runtimes(run: Path, records: Path, runtimes: list[str], work: Path,
         onnx = r in ONNX_RUNTIMES
         spec = f"{run.name}={run}:{'fp32' if onnx else r}:{r if onnx else 'torch'}"
         (entry,) = seqrep_entries(spec, work, threads)
-        entry.output.parent.mkdir(parents=True, exist_ok=True)
         timed = time_once(entry, work / "logs" / f"at-{run.name}-{r}.log")
         try:
             score = _score(entry.output, work / "logs" / f"at-{run.name}-{r}.score.log")

@@ -138,6 +138,7 @@ def time_once(entry: Entry, log: Path) -> dict[str, Any]:
     from peers.run import _last_line
 
     log.parent.mkdir(parents=True, exist_ok=True)
+    entry.output.parent.mkdir(parents=True, exist_ok=True)  # seqrep refuses a missing one
     stdout = log.with_name(log.name + ".stdout")
     start = time.perf_counter()
     with log.open("w", encoding="utf-8") as err, stdout.open("w", encoding="utf-8") as out:

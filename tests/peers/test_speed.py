@@ -198,3 +198,15 @@ def test_seqrep_rows_refuse_a_smaller_input(tmp_path: Path, capsys) -> None:
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "whole test split" in err, err
         assert not (tmp_path / "speed.json").exists()
+
+
+def test_time_once_makes_the_output_folder(tmp_path: Path) -> None:
+    """seqrep evaluate refuses --predictions in a folder that does not exist, and a speed
+    run of seqrep rows alone (or at_runtimes) on a fresh work folder has no WORK/speed yet:
+    the labeling's output folder is made before the child starts."""
+    out = tmp_path / "fresh" / "speed" / "x.conll"
+    child = (f"import pathlib, sys; p = pathlib.Path({str(out)!r}); "
+             "sys.exit('no folder') if not p.parent.is_dir() else p.write_text('')")
+    entry = speed.Entry("x", [sys.executable, "-c", child], out, None, "fp32")
+    speed.time_once(entry, tmp_path / "log")
+    assert out.is_file()
