@@ -111,7 +111,7 @@ def run_system(system: System, data: Path, work: Path, results_dir: Path, budget
     train = train_command(system, data, model, budget, threads)
     predict = predict_command(system, model, data / "test.jsonl", pred, threads,
                               work / "predictions" / f"{system.name}.timing.json")
-    manifest = json.loads((data / "manifest.json").read_text(encoding="utf-8"))
+    manifest = common.read_json(data / "manifest.json", "the data manifest", dict)
     rec: dict[str, Any] = {
         "system": system.name, "description": system.description, "peer": system.peer,
         "versions": {k: versions[k] for k in VERSION_KEYS if k in versions},
@@ -124,7 +124,11 @@ def run_system(system: System, data: Path, work: Path, results_dir: Path, budget
             shutil.rmtree(model)  # this harness's own folder: a rerun trains from scratch
         _stage("train", train, logs / f"{system.name}.train.log", budget * 1.5 + 1800)
         info = model / "train-info.json"
-        rec["train"] = json.loads(info.read_text(encoding="utf-8")) if info.exists() else {}
+        try:  # the peer wrote it: a damaged one fails the training, in the record
+            rec["train"] = (common.read_json(info, "its training info", dict)
+                            if info.exists() else {})
+        except common.HarnessError as err:
+            raise StageFailed("train", str(err)) from None
         _stage("predict", predict, logs / f"{system.name}.predict.log", 3 * 3600)
         rec["test"] = _score(pred, logs / f"{system.name}.score.log")
         rec["predictions"] = str(pred)
@@ -183,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
             work = work / f"smoke-{args.max_sentences}"
         data = work / "data"
         manifest = data / "manifest.json"
-        if not manifest.exists() or json.loads(manifest.read_text(encoding="utf-8")).get(
+        if not manifest.exists() or common.read_json(manifest, "the data manifest", dict).get(
                 "max_sentences") != args.max_sentences:
             convert.convert(data, args.data_dir, args.max_sentences)
         for system in chosen:

@@ -238,3 +238,23 @@ def test_a_failed_extra_precision_keeps_the_record(tmp_path: Path, monkeypatch) 
     assert rec["status"] == "ok" and rec["test"]["f1"] == 100.0
     assert rec["test_at"]["onnx"] == {"error": "predict onnx: no exporter for this model"}
     assert rec["test_at"]["bf16"]["f1"] == 0.0
+
+
+def test_a_damaged_train_info_is_a_failed_record(tmp_path: Path, monkeypatch) -> None:
+    """A peer whose training wrote a train-info.json that is not JSON (killed mid-write) is a
+    failed record naming the file, written to results like any failed training, not a
+    traceback that leaves the system out of the table."""
+    venvs = tmp_path / "venvs"
+    _fake_venv(venvs, "hf")
+    monkeypatch.setenv("PEERS_VENVS", str(venvs))
+    script = tmp_path / "fake_peer.py"
+    script.write_text(FAKE_PEER.replace('json.dumps({"seconds": 1.0, "budget": a.budget})',
+                                        '"{\\"seconds\\": 1."'), encoding="utf-8")
+    peer = System("hf-fake", "hf", str(script), (), "a peer that writes half its info")
+    rec = run.run_system(peer, _data(tmp_path / "data"), tmp_path / "work",
+                         tmp_path / "results", budget=5, threads=1)
+    info = tmp_path / "work" / "models" / "hf-fake" / "train-info.json"
+    assert rec["status"] == "failed" and rec["stage"] == "train"
+    assert str(info) in rec["error"] and "\n" not in rec["error"]
+    assert results.read_record(results.record_path(tmp_path / "results", "hf-fake")
+                               )["status"] == "failed"
