@@ -80,6 +80,9 @@ def test_a_document_row_reads_the_documents(tiny) -> None:
     sent = _measure(model, 0, 3, words, 4, None, 2, "cut", None)
     doc = _measure(model, 0, 3, words, 4, None, 2, "cut", None, docs=docs)
     assert (sent["context"], doc["context"]) == ("sentence", "document")
+    # the words labeled, counted by hand: (4 + 3 + 9) * 3; tokens a word is the cost of a layout
+    assert sent["words"] == doc["words"] == 48
+    assert doc["tokens_per_word"] == round(doc["tokens"] / 48, 3)
     focus = _measure(model, 0, 3, words, 4, None, 2, "cut", None, docs=docs,
                      context="document-focus")
     assert focus["context"] == "document-focus"

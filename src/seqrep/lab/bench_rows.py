@@ -123,6 +123,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     masks = [batch.attention_mask for batch, _ in lab.batches(words, batch_size, batch_tokens,
                                                                docs=docs)]
     lengths = [int(n) for m in masks for n in m.sum(1)]
+    n_words = max(1, sum(len(w) for w in words))
     waste = 1.0 - sum(lengths) / sum(m.numel() for m in masks)
     terms = flops_per_token(lab.backbone)
     blocks, flops = terms[1], forward_flops(lengths, terms)
@@ -154,7 +155,8 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     return {"model": model, "mode": mode, "precision": precision, "repetitions": repetitions,
             "context": context, **window, "unmask": unmask if mode == "cut" else "none",
             "exit_layer": exit_layer if mode != "encoder" else None,
-            "layers_computed": blocks, "sentences": len(words), "tokens": sum(lengths),
+            "layers_computed": blocks, "sentences": len(words), "words": n_words,
+            "tokens": sum(lengths), "tokens_per_word": round(sum(lengths) / n_words, 3),
             "seconds": round(seconds, 3), "seconds_all": [round(t, 3) for t in times],
             "sentences_per_second": round(len(words) / seconds, 2),
             "tokens_per_second": round(sum(lengths) / seconds, 1),
