@@ -301,6 +301,16 @@ class Budget:
         return self.elapsed() >= self.seconds
 
 
+def clock_lr_factor(elapsed: float, budget: float, warmup: float = 0.1) -> float:
+    """The share of its peak learning rate a schedule fitted to the budget by the clock gives
+    ``elapsed`` seconds into a ``budget`` of seconds: a linear warm-up over the first
+    ``warmup`` of the budget, then a linear decay to zero where the budget ends (and zero
+    after). For a trainer whose epoch far outlasts the budget on this machine, whatever its
+    speed that day, where a schedule over an epoch would stop near its peak."""
+    f = min(max(elapsed / budget, 0.0), 1.0)
+    return f / warmup if f < warmup else (1.0 - f) / (1.0 - warmup)
+
+
 def read_json(path: str | Path, what: str, expect: type = object) -> Any:
     """A JSON file through seqrep.fileio.read_json (size and depth caps), of type ``expect``;
     anything else one HarnessError line naming the file. Imports seqrep only when called:

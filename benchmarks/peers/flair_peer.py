@@ -11,6 +11,9 @@ systems.py); ``--context`` is ``use_context=True`` (64 words either side, within
 document: the column files mark each document with flair's ``-DOCSTART-`` separator). flair
 has no time limit of its own: a trainer plugin raises flair's TrainingInterrupt when the
 budget is spent, after which flair saves final-model.pt, the model predict loads.
+``--clock-schedule`` replaces flair's linear schedule over max_epochs by one fitted to the
+budget by the clock (warm-up over its first tenth, zero at its end): FLERT's epoch far
+outlasts an hour on 2 cores, and a schedule over it would stop near its peak.
 """
 
 from __future__ import annotations
@@ -85,15 +88,35 @@ def train(args: argparse.Namespace) -> None:
                 state["stopped_by"] = "time budget"
                 raise TrainingInterrupt(f"time budget spent after {state['steps']} steps")
 
+    class ClockSchedule(TrainerPlugin):
+        """Every step's learning rate from the clock (common.clock_lr_factor), in place of
+        flair's linear schedule over max_epochs."""
+
+        @TrainerPlugin.hook
+        def after_setup(self, **kw: Any) -> None:
+            self.peaks = [g["lr"] for g in self.trainer.optimizer.param_groups]
+            self.set_rates()
+
+        @TrainerPlugin.hook
+        def after_training_batch(self, **kw: Any) -> None:
+            self.set_rates()
+
+        def set_rates(self) -> None:
+            factor = common.clock_lr_factor(budget.elapsed(), budget.seconds)
+            for group, peak in zip(self.trainer.optimizer.param_groups, self.peaks):
+                group["lr"] = peak * factor
+
+    plugins: list[Any] = [TimeBudget()] + ([ClockSchedule()] if args.clock_schedule else [])
     ModelTrainer(tagger, corpus).fine_tune(
         args.out, learning_rate=args.lr, mini_batch_size=4, max_epochs=args.epochs,
-        plugins=[TimeBudget()], save_final_model=True, create_file_logs=False,
-        create_loss_file=False)
+        plugins=plugins, attach_default_scheduler=not args.clock_schedule,
+        save_final_model=True, create_file_logs=False, create_loss_file=False)
     common.write_json(args.out / "train-info.json", {
         "seconds": round(budget.elapsed(), 1), "budget_s": args.budget, "steps": state["steps"],
         "epochs": state["epoch"], "max_epochs": args.epochs, "stopped_by": state["stopped_by"],
         "threads": args.threads, "model": MODEL_FILE, "use_context": args.context,
-        "learning_rate": args.lr, "mini_batch_size": 4})
+        "learning_rate": args.lr, "mini_batch_size": 4,
+        "schedule": "clock" if args.clock_schedule else "linear over max_epochs"})
 
 
 def predict(args: argparse.Namespace) -> None:
@@ -146,6 +169,9 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--epochs", type=int, default=2,
                    help="max_epochs (the linear schedule's length); the budget may stop sooner")
     t.add_argument("--lr", type=float, default=5e-6)
+    t.add_argument("--clock-schedule", action="store_true",
+                   help="warm up over the first tenth of the budget and decay to zero at its "
+                        "end, by the clock (else flair's linear schedule over max_epochs)")
     t.add_argument("--seed", type=int, default=0)
     common.predict_parser(sub, batch_size=32)
     args = p.parse_args(argv)

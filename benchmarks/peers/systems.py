@@ -73,7 +73,10 @@ SYSTEMS: dict[str, System] = {s.name: s for s in (
            "all-mpnet-base-v2)"),
     System("flair-sentence", "flair", "flair_peer.py", ("--epochs", "1", "--lr", "5e-5"),
            "flair 0.15 SequenceTagger + CRF, fine-tuned all-mpnet-base-v2, sentence level"),
-    System("flair-flert", "flair", "flair_peer.py", ("--context", "--epochs", "1", "--lr", "5e-5"),
+    # FLERT reads 64 words either side of each sentence: an epoch far outlasts the hour on 2
+    # cores, so its schedule is fitted by the clock (flair_peer --clock-schedule)
+    System("flair-flert", "flair", "flair_peer.py",
+           ("--context", "--epochs", "1", "--lr", "5e-5", "--clock-schedule"),
            "flair 0.15 SequenceTagger + CRF, fine-tuned all-mpnet-base-v2, FLERT context"),
     System("hf-trainer", "hf", "hf_peer.py", ("--epochs", "1.7"),
            "transformers 5.23 AutoModelForTokenClassification + Trainer, all-mpnet-base-v2",

@@ -169,3 +169,13 @@ def test_cpu_names_its_generation() -> None:
         "AMD EPYC", 25, 17, 1)
     bare = common.cpu_flags("model name : X\n")
     assert bare["family"] is None and bare["model_number"] is None
+
+
+def test_clock_schedule_warms_up_then_decays_to_zero_at_the_budget() -> None:
+    """flair-flert's schedule by the clock: a budget of 100 s warms up over its first 10 s and
+    decays linearly to zero at 100 s (values by hand)."""
+    from peers.common import clock_lr_factor
+
+    got = [clock_lr_factor(t, 100.0) for t in (0, 5, 10, 55, 90, 100, 150)]
+    assert got == pytest.approx([0.0, 0.5, 1.0, 0.5, 1 / 9, 0.0, 0.0])
+    assert clock_lr_factor(30, 60, warmup=0.5) == 1.0

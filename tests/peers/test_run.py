@@ -117,7 +117,8 @@ def test_epoch_override() -> None:
     from peers import systems
 
     changed = systems.with_epochs(systems.SYSTEMS["flair-flert"], "3")
-    assert changed.train_args == ("--context", "--epochs", "3", "--lr", "5e-5")
+    assert changed.train_args == ("--context", "--epochs", "3", "--lr", "5e-5",
+                                  "--clock-schedule")
     with pytest.raises(HarnessError, match="no epoch count"):
         systems.with_epochs(systems.SYSTEMS["spacy-cnn"], "3")
     with pytest.raises(HarnessError, match="expected a number above 0"):
