@@ -182,7 +182,7 @@ def run_bench(cfg: BenchConfig, echo: Any = print) -> dict[str, Any]:
              f"{model} r={r} L={layer}"
              f"{'' if unmask == 'none' else ' unmask=' + unmask}: "
              f"{row['sentences_per_second']} "
-             f"sent/s, {row.get('tokens_per_word', '?')} tokens/word, {row['latency_ms']} ms/sent, "
+             f"sent/s, {row['tokens_per_word']} tokens/word, {row['latency_ms']} ms/sent, "
              f"waste {row['padding_waste']:.1%}")
     scratch.cleanup()
     for row in rows:  # each against the ceiling of its own precision
