@@ -179,3 +179,26 @@ def test_clock_schedule_warms_up_then_decays_to_zero_at_the_budget() -> None:
     got = [clock_lr_factor(t, 100.0) for t in (0, 5, 10, 55, 90, 100, 150)]
     assert got == pytest.approx([0.0, 0.5, 1.0, 0.5, 1 / 9, 0.0, 0.0])
     assert clock_lr_factor(30, 60, warmup=0.5) == 1.0
+
+
+def test_a_damaged_manifest_is_one_line(data_dir: Path, tmp_path: Path, monkeypatch,
+                                        capsys) -> None:
+    """run.py reads the converted data's manifest.json through the bounded reader: a damaged
+    one is one line naming it and exit 2, not a traceback."""
+    from peers import run
+    from peers.common import MARK
+
+    venv = tmp_path / "venvs" / "spacy"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / MARK).write_text("spacy==3.8.7\n", encoding="utf-8")
+    monkeypatch.setenv("PEERS_VENVS", str(tmp_path / "venvs"))
+    manifest = tmp_path / "work" / "data" / "manifest.json"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text('{"max_sentences": nu', encoding="utf-8")
+    with pytest.raises(SystemExit) as ex:
+        run.main(["--systems", "spacy-cnn", "--data-dir", str(data_dir), "--work",
+                  str(tmp_path / "work"), "--results", str(tmp_path / "r")])
+    assert ex.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(manifest) in err, err
