@@ -98,6 +98,8 @@ def rows(records: list[dict[str, Any]], speed: dict[str, Any] | None) -> list[di
     by_system = {rec["system"]: rec for rec in records}
     out: list[dict[str, Any]] = []
     timed: set[str] = set()
+    done, repeats = (speed or {}).get("rounds_completed"), (speed or {}).get("repeats")
+    partial = f" ({done} of {repeats} rounds)" if done is not None and done != repeats else ""
     for name, got in ((speed or {}).get("systems") or {}).items():
         system = got.get("system", name)
         timed.add(system)
@@ -112,7 +114,8 @@ def rows(records: list[dict[str, Any]], speed: dict[str, Any] | None) -> list[di
             "sentences_per_s": got.get("sentences_per_s"),
             "peak_rss_mib": got.get("peak_rss_mib"), "train_s": train.get("seconds"),
             "steps": train.get("steps"), "seqrep": system not in by_system,
-            "status": status if ok else f"failed (speed): {got.get('error') or test.get('error')}"})
+            "status": status + partial if ok
+            else f"failed (speed): {got.get('error') or test.get('error')}"})
     for rec in records:
         if rec["system"] in timed:
             continue

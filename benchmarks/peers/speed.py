@@ -209,6 +209,39 @@ def matmul_probe(threads: int, repeats: int = 20) -> dict[str, float]:
             for p in ("fp32", "bf16")}
 
 
+def _record(header: dict[str, Any], entries: list[Entry], timed: dict[str, list[dict[str, Any]]],
+            failed: dict[str, str], probe: dict[str, Any], rounds: int, stand_ins: str,
+            work: Path) -> dict[str, Any]:
+    """The run's record after ``rounds`` finished rounds: each entry's row (its medians so
+    far, or its failure), the matmul probe, and ``rounds_completed`` (below ``repeats`` in a
+    record written between rounds, which a run cut short leaves behind)."""
+    systems_out = {}
+    for e in entries:
+        if e.name in failed:
+            systems_out[e.name] = {"status": "failed", "system": e.system or e.name,
+                                   "precision": e.precision, "error": failed[e.name]}
+            continue
+        row = {"status": "ok", "system": e.system or e.name, "precision": e.precision,
+               "weights": "stand-in" if e.stand_in else "trained", "command": e.command,
+               **summarize(timed[e.name], header["words"], header["sentences"])}
+        if e.train is not None:
+            row["train"] = e.train
+        if e.stand_in:  # its own predictions mean nothing: the trained model's F1
+            row["test"] = e.test or {"error": f"no F1 of {e.system} at {e.precision} "
+                                              "in its records"}
+        else:
+            try:
+                row["test"] = _score(e.output, work / "logs" / f"speed-{e.name}.score.log")
+            except StageFailed as err:  # a scoring failure is recorded, not fatal
+                row["test"] = {"error": err.error}
+        systems_out[e.name] = row
+    stand_in_ratios(systems_out)
+    return {**header, "rounds_completed": rounds,
+            "matmul_gflops": {**probe, "shapes": [list(x) for x in PROBE_SHAPES]},
+            "order": "interleaved rounds", "stand_ins": stand_ins, "systems": systems_out,
+            "harness": str(HERE.relative_to(REPO))}
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--systems", default=None)
@@ -251,6 +284,8 @@ def main(argv: list[str] | None = None) -> None:
         timed: dict[str, list[dict[str, Any]]] = {e.name: [] for e in entries}
         failed: dict[str, str] = {}
         probe = {"before": matmul_probe(args.threads)}
+        header = {"input": str(data), "sentences": len(sentences), "words": words,
+                  "threads": args.threads, "repeats": args.repeats, "cpu": cpu}
         for rnd in range(args.repeats):
             for e in entries:
                 if e.name in failed:
@@ -260,35 +295,14 @@ def main(argv: list[str] | None = None) -> None:
                     timed[e.name].append(time_once(e, work / "logs" / f"speed-{e.name}.log"))
                 except common.HarnessError as err:
                     failed[e.name] = str(err)
-        systems_out = {}
-        for e in entries:
-            if e.name in failed:
-                systems_out[e.name] = {"status": "failed", "system": e.system or e.name,
-                                       "precision": e.precision, "error": failed[e.name]}
-                continue
-            row = {"status": "ok", "system": e.system or e.name, "precision": e.precision,
-                   "weights": "stand-in" if e.stand_in else "trained", "command": e.command,
-                   **summarize(timed[e.name], words, len(sentences))}
-            if e.train is not None:
-                row["train"] = e.train
-            if e.stand_in:  # its own predictions mean nothing: the trained model's F1
-                row["test"] = e.test or {"error": f"no F1 of {e.system} at {e.precision} "
-                                                  "in its records"}
-            else:
-                try:
-                    row["test"] = _score(e.output, work / "logs" / f"speed-{e.name}.score.log")
-                except StageFailed as err:  # a scoring failure is recorded, not fatal
-                    row["test"] = {"error": err.error}
-            systems_out[e.name] = row
+            if rnd + 1 < args.repeats:  # a run cut short still leaves its finished rounds
+                common.write_json(args.out, _record(header, entries, timed, failed, probe,
+                                                    rnd + 1, args.stand_ins, work))
         probe["after"] = matmul_probe(args.threads)
-        stand_in_ratios(systems_out)
-        record = {"input": str(data), "sentences": len(sentences), "words": words,
-                  "threads": args.threads, "repeats": args.repeats, "cpu": cpu,
-                  "matmul_gflops": {**probe, "shapes": [list(x) for x in PROBE_SHAPES]},
-                  "order": "interleaved rounds", "stand_ins": args.stand_ins,
-                  "systems": systems_out,
-                  "harness": str(HERE.relative_to(REPO))}
+        record = _record(header, entries, timed, failed, probe, args.repeats, args.stand_ins,
+                         work)
         common.write_json(args.out, record)
+        systems_out = record["systems"]
         for name, row in systems_out.items():
             print(f"{name}: " + (f"{row['words_per_s']} words/s, {row['sentences_per_s']} "
                                  f"sentences/s, peak {row['peak_rss_mib']} MiB"

@@ -210,3 +210,35 @@ def test_time_once_makes_the_output_folder(tmp_path: Path) -> None:
     entry = speed.Entry("x", [sys.executable, "-c", child], out, None, "fp32")
     speed.time_once(entry, tmp_path / "log")
     assert out.is_file()
+
+
+def test_a_run_cut_short_keeps_its_finished_rounds(tmp_path: Path, monkeypatch) -> None:
+    """A speed run takes hours and a session ends when it ends: the record is written after
+    every round but the last, so a run killed in round 2 leaves round 1's medians, saying
+    how many rounds they hold, and the table says so on every row."""
+    from peers import results
+
+    results_dir = _fake_system(tmp_path, monkeypatch)
+    data = tmp_path / "test.jsonl"
+    data.write_text(json.dumps({"words": ["Paris", "is", "nice"],
+                                "tags": ["B-LOC", "O", "O"], "doc_id": None}) + "\n")
+    (tmp_path / "work" / "data").mkdir(parents=True)
+    out = tmp_path / "speed.json"
+    real = speed.time_once
+
+    def killed_in_round_two(entry, log):
+        if out.exists():  # written once round 1 ended: the session ends here
+            raise KeyboardInterrupt
+        return real(entry, log)
+
+    monkeypatch.setattr(speed, "time_once", killed_in_round_two)
+    with pytest.raises(KeyboardInterrupt):
+        speed.main(["--work", str(tmp_path / "work"), "--input", str(data), "--out", str(out),
+                    "--results", str(results_dir), "--stand-ins", "missing", "--repeats", "3"])
+    got = json.loads(out.read_text())
+    assert got["repeats"] == 3 and got["rounds_completed"] == 1
+    row = got["systems"]["hf-fake"]
+    assert row["rounds"] == 1 and row["words_per_s"] == 12.0 and row["test"]["f1"] == 88.0
+    assert "after" not in got["matmul_gflops"]  # the probe after the last round never ran
+    table = [r for r in results.rows([], got) if r["name"] == "hf-fake"]
+    assert table[0]["status"] == "ok, timed on a stand-in (1 of 3 rounds)"
