@@ -7,8 +7,8 @@ rounds is kept, with each system's F1 at that precision, peak memory and the CPU
         [--stand-ins none|missing|also] [--out results/peers-speed.json]
 
 Each labeling is a fresh process (``predict`` of the peer's script, or ``seqrep evaluate``
-for a seqrep run folder), waited for with ``os.wait4`` so that its own peak resident memory
-is read. ``label_s`` is the labeling alone, as the peer's script times it (model loading
+for a seqrep run folder), started from a small process (peak.py) that reads its own peak
+resident memory. ``label_s`` is the labeling alone, as the peer's script times it (model loading
 excluded); ``wall_s`` is the whole process. Precisions: each system's ``offers`` (systems.py;
 bf16 autocast only where the CPU has it natively), and seqrep's runs as their specs ask
 (seqrep_runs.py: a torch precision or an ONNX runtime).
@@ -145,13 +145,17 @@ def time_once(entry: Entry, log: Path) -> dict[str, Any]:
         # every library reads its thread count from these (seqrep's evaluate included)
         env = {**os.environ, **{k: str(entry.threads) for k in (
             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}}
-        proc = subprocess.Popen(entry.command, stdout=out if entry.stdout_json else err,
-                                stderr=err, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
+        # through peak.py, a small process, so that its peak is its own, not this one's
+        peak = log.with_name(log.name + ".peak.json")
+        peak.unlink(missing_ok=True)
+        code = subprocess.call([sys.executable, str(HERE / "peak.py"), str(peak),
+                                *entry.command], stdout=out if entry.stdout_json else err,
+                               stderr=err, env=env)
     wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
+    if code != 0:
         raise common.HarnessError(f"{entry.name}: labeling failed: {_last_line(log)}")
-    got: dict[str, Any] = {"wall_s": wall, "peak_rss_mib": usage.ru_maxrss / 1024}
+    got: dict[str, Any] = {"wall_s": wall, "peak_rss_mib": json.loads(
+        peak.read_text(encoding="utf-8"))["peak_rss_kib"] / 1024}
     if entry.timing is not None:
         got.update(json.loads(entry.timing.read_text(encoding="utf-8")))
         got["label_s"] = got.pop("seconds")

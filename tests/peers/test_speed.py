@@ -43,6 +43,20 @@ def test_time_once_reads_the_child(tmp_path: Path) -> None:
         speed.time_once(bad, tmp_path / "log2")
 
 
+def test_a_childs_peak_is_its_own_not_the_parents(tmp_path: Path) -> None:
+    """Linux starts a forked child's ru_maxrss at the parent's resident size (the copy it
+    execs from), so a harness that had loaded Gemma read 3,497 MiB for every system, spaCy's
+    CNN included: the peak is the child's own address space's high-water mark (VmHWM)."""
+    ballast = bytearray(400 << 20)  # this process now holds 400 MiB more
+    ballast[::4096] = b"x" * len(ballast[::4096])  # touched, so resident
+    child = "import time; b = bytearray(64 << 20); b[::4096] = b'y' * len(b[::4096]); " \
+            "time.sleep(0.5)"
+    entry = speed.Entry("c", [sys.executable, "-c", child], tmp_path / "o", None, "fp32")
+    got = speed.time_once(entry, tmp_path / "log")
+    assert 64 <= got["peak_rss_mib"] < 300, got  # its 64 MiB and an interpreter, not 400 more
+    del ballast
+
+
 def test_seqrep_labeling_seconds_come_from_its_json(tmp_path: Path) -> None:
     """seqrep evaluate --json's "seconds" (the labeling alone, model loading excluded) is the
     label_s, read from stdout while its progress and notes go to the log."""
