@@ -86,16 +86,26 @@ def table(records: list[dict[str, Any]]) -> str:
 # ---- the combined table, the plot and the docs page (issue 42, item 4) ---------------------
 
 SPEED_FILE = "peers-speed.json"
+MEMORY_FILE = "peers-memory.json"  # a later pass's own peaks, for a speed run without them
 TARGET_F1, TARGET_WORDS_PER_S = 91.6, 700.0  # spaCy's transformer pipeline's published F1
 ROW_COLUMNS = ("System", "Precision", "Test F1", "Words/s", "Sentences/s", "Peak MiB",
                "Training min", "Steps", "Status")
 
 
-def rows(records: list[dict[str, Any]], speed: dict[str, Any] | None) -> list[dict[str, Any]]:
+def rows(records: list[dict[str, Any]], speed: dict[str, Any] | None,
+         memory: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """One row per labeling the speed run timed (a system at one precision), then one per
     trained or failed system it did not time. A timed row's F1 is the one scored on that
-    labeling's own predictions (so at its precision); an untimed row's is its record's."""
+    labeling's own predictions (so at its precision); an untimed row's is its record's.
+
+    Peak memory is the speed run's where its record says the peaks are the labelings' own
+    (``peak_memory``, speed.py since peak.py); for an older speed run it comes from
+    ``memory``, a later run that measured them so, and is left out (None) where neither has
+    it: an older run's child counted the harness's own resident size in its peak."""
     by_system = {rec["system"]: rec for rec in records}
+    peaks = speed if (speed or {}).get("peak_memory") else memory \
+        if (memory or {}).get("peak_memory") else None
+    peak_rows = (peaks or {}).get("systems") or {}
     out: list[dict[str, Any]] = []
     timed: set[str] = set()
     done, repeats = (speed or {}).get("rounds_completed"), (speed or {}).get("repeats")
@@ -112,8 +122,9 @@ def rows(records: list[dict[str, Any]], speed: dict[str, Any] | None) -> list[di
             "name": name, "system": system, "precision": got.get("precision", "-"),
             "f1": test.get("f1") if ok else None, "words_per_s": got.get("words_per_s"),
             "sentences_per_s": got.get("sentences_per_s"),
-            "peak_rss_mib": got.get("peak_rss_mib"), "train_s": train.get("seconds"),
-            "steps": train.get("steps"), "seqrep": system not in by_system,
+            "peak_rss_mib": (peak_rows.get(name) or {}).get("peak_rss_mib"),
+            "train_s": train.get("seconds"), "steps": train.get("steps"),
+            "seqrep": system not in by_system,
             "status": status + partial if ok
             else f"failed (speed): {got.get('error') or test.get('error')}"})
     for rec in records:
@@ -169,9 +180,9 @@ def plot(table_rows: list[dict[str, Any]], path: Path) -> int:
     return len(points)
 
 
-def load_speed(results_dir: Path) -> dict[str, Any] | None:
-    """results/peers-speed.json, or None before the speed run."""
-    path = Path(results_dir) / SPEED_FILE
+def load_speed(results_dir: Path, name: str = SPEED_FILE) -> dict[str, Any] | None:
+    """results/peers-speed.json (or another speed-run record there), None before it runs."""
+    path = Path(results_dir) / name
     if not path.exists():
         return None
     got = read_json(path, "the peers speed record")
@@ -194,7 +205,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--plot", type=Path, default=None)
     args = p.parse_args(argv)
     try:
-        made = rows(load_records(args.results), load_speed(args.results))
+        made = rows(load_records(args.results), load_speed(args.results),
+                    load_speed(args.results, MEMORY_FILE))
         text = row_table(made)
         points = plot(made, args.plot) if args.plot is not None else 0
         if args.page is not None:

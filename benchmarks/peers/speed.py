@@ -129,6 +129,10 @@ def stand_in_model(system: systems.System, work: Path, threads: int) -> Path:
     return folder
 
 
+# in every record whose peaks are the labelings' own (results.py trusts no other record's)
+PEAK_MEMORY = "own: each labeling forked from peak.py, a small process"
+
+
 def time_once(entry: Entry, log: Path) -> dict[str, Any]:
     """One labeling: wall seconds, the script's own labeling seconds, peak RSS (MiB).
 
@@ -240,7 +244,7 @@ def _record(header: dict[str, Any], entries: list[Entry], timed: dict[str, list[
                 row["test"] = {"error": err.error}
         systems_out[e.name] = row
     stand_in_ratios(systems_out)
-    return {**header, "rounds_completed": rounds,
+    return {**header, "rounds_completed": rounds, "peak_memory": PEAK_MEMORY,
             "matmul_gflops": {**probe, "shapes": [list(x) for x in PROBE_SHAPES]},
             "order": "interleaved rounds", "stand_ins": stand_ins, "systems": systems_out,
             "harness": str(HERE.relative_to(REPO))}

@@ -20,7 +20,7 @@ RECORDS = [
     {"system": "spacy-cnn", "status": "ok", "test": {"f1": 85.5},
      "train": {"seconds": 600.0, "steps": 4000}},
 ]
-SPEED = {"systems": {
+SPEED = {"peak_memory": "own: each labeling forked from peak.py", "systems": {
     "hf-trainer": {"status": "ok", "system": "hf-trainer", "precision": "fp32",
                    "words_per_s": 500.0, "sentences_per_s": 37.2, "peak_rss_mib": 900.4,
                    "test": {"f1": 90.0}},
@@ -48,6 +48,27 @@ def test_rows_join_speed_and_records() -> None:
     before_speed = {r["name"]: r for r in results.rows(RECORDS, None)}
     assert before_speed["spacy-cnn"]["status"] == "not timed"
     assert before_speed["spacy-cnn"]["f1"] == 85.5
+
+
+def test_peaks_only_from_a_run_that_measured_them_so() -> None:
+    """An older speed run's children counted the harness's resident size in their peaks (all
+    3,497 MiB once it held Gemma): its peaks are left out, or taken from a later pass that
+    measured each labeling's own (peak_memory); its speeds and F1s stay."""
+    old = {"systems": {k: {**v, "peak_rss_mib": 3497.0} for k, v in SPEED["systems"].items()}}
+    alone = {r["name"]: r for r in results.rows(RECORDS, old)}
+    assert alone["hf-trainer"]["peak_rss_mib"] is None
+    assert alone["hf-trainer"]["words_per_s"] == 500.0 and alone["hf-trainer"]["f1"] == 90.0
+    memory = {"peak_memory": "own", "systems": {
+        "hf-trainer": {"status": "ok", "words_per_s": 1.0, "peak_rss_mib": 811.0}}}
+    got = {r["name"]: r for r in results.rows(RECORDS, old, memory)}
+    assert got["hf-trainer"]["peak_rss_mib"] == 811.0 and got["hf-trainer"]["words_per_s"] == 500.0
+    assert got["gemma-focus"]["peak_rss_mib"] is None  # the memory pass did not run it
+    unmarked = {"systems": memory["systems"]}  # a pass without the mark is not trusted either
+    assert {r["name"]: r for r in results.rows(RECORDS, old, unmarked)}[
+        "hf-trainer"]["peak_rss_mib"] is None
+    # a run that measured its own peaks keeps them, whatever a memory pass says
+    assert {r["name"]: r for r in results.rows(RECORDS, SPEED, memory)}[
+        "hf-trainer"]["peak_rss_mib"] == 900.4
 
 
 def test_row_table_cells() -> None:

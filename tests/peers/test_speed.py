@@ -184,6 +184,7 @@ def test_a_stand_in_row_carries_the_records_f1(tmp_path: Path, monkeypatch) -> N
     got = json.loads(out.read_text())
     row = got["systems"]["hf-fake"]
     assert got["stand_ins"] == "missing" and row["weights"] == "stand-in"
+    assert got["peak_memory"] == speed.PEAK_MEMORY  # results.py trusts its peaks
     assert row["test"]["f1"] == 88.0  # not the fake predictions' 100
     assert row["words_per_s"] == 12.0  # 3 words in the fake's 0.25 s
     # the machine's matmul rate, measured before the first round and after the last
