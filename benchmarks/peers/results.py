@@ -8,6 +8,7 @@ through seqrep's bounded JSON reader).
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -161,12 +162,20 @@ def plot(table_rows: list[dict[str, Any]], path: Path) -> int:
     import matplotlib.pyplot as plt
 
     points = [r for r in table_rows if r["f1"] is not None and r["words_per_s"]]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for r in points:
+    fig, ax = plt.subplots(figsize=(8, 5))
+    placed: list[tuple[float, float]] = []
+    for r in sorted(points, key=lambda r: (-r["f1"], r["words_per_s"])):
         ax.scatter(r["words_per_s"], r["f1"], marker="*" if r["seqrep"] else "o",
                    s=140 if r["seqrep"] else 50, color="C3" if r["seqrep"] else "C0")
-        ax.annotate(f"{r['name']} ({r['precision']})", (r["words_per_s"], r["f1"]),
-                    textcoords="offset points", xytext=(5, 4), fontsize=8)
+        x = math.log10(r["words_per_s"])
+        # labels of points close together go one under another instead of over each other
+        near = sum(abs(x - px) < 0.45 and abs(r["f1"] - pf) < 1.0 for px, pf in placed)
+        placed.append((x, r["f1"]))
+        label = r["name"] if r["name"].endswith(r["precision"]) else \
+            f"{r['name']} ({r['precision']})"
+        ax.annotate(label, (r["words_per_s"], r["f1"]), textcoords="offset points",
+                    xytext=(6, 4 - 11 * near), fontsize=8)
+    ax.margins(x=0.15, y=0.08)
     ax.axhline(TARGET_F1, color="grey", linestyle="--", linewidth=0.8)
     ax.axvline(TARGET_WORDS_PER_S, color="grey", linestyle="--", linewidth=0.8)
     ax.set_xscale("log")
