@@ -28,7 +28,7 @@ from seqrep.encode.pipeline import Encoder, EncodesSentences, fit_positions, per
 from seqrep.encode.rows import Item
 from seqrep.errors import ConfigError
 from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone
-from seqrep.model.device import Placement
+from seqrep.model.device import DTYPES, Placement, WeightCasts
 from seqrep.model.exit_layer import cut_layer
 from seqrep.model.head import TokenHead
 from seqrep.model.labeler_config import LabelerConfig
@@ -161,11 +161,19 @@ class SequenceLabeler(EncodesSentences, nn.Module):
             (if on), and ``{layer: (B, T, H)}`` raw outputs of the captured layers.
         """
         captured: dict[int, torch.Tensor] = {}
+        inputs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
+                  "position_ids": self.model_positions(batch.position_ids), "use_cache": False}
+        precision = self.placement.precision
         with self._capture(capture, captured), self.unmasker.active(batch.attention_mask), \
                 self.placement.autocast():
-            out = self.backbone(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                                position_ids=self.model_positions(batch.position_ids),
-                                use_cache=False)
+            if precision != "fp32" and not torch.is_grad_enabled():
+                # inference: each Linear's weight cast once, not by autocast at every call
+                casts = self.__dict__.setdefault("_weight_casts", WeightCasts())
+                out = torch.func.functional_call(
+                    self.backbone, casts.tensors(self.backbone, DTYPES[precision]), (),
+                    inputs)
+            else:
+                out = self.backbone(**inputs)
         return out.last_hidden_state, captured
 
     def model_positions(self, position_ids: torch.Tensor) -> torch.Tensor:
