@@ -110,6 +110,19 @@ def test_bf16_inference_casts_each_linear_weight_once(tiny, monkeypatch) -> None
     assert all(torch.equal(a, b) for a, b in zip(moved, plain))
 
 
+def test_bf16_training_keeps_gradients_on_the_fp32_weights(tiny) -> None:
+    """The cast copies are for inference only: a forward pass with gradients on (training
+    under bf16 autocast) reaches the fp32 Linear weights, which an optimizer updates."""
+    sents = [["Obama", "visited", "Paris", "."], ["Peter", "Blackburn", "left", "Berlin"]]
+    lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, finetune="full")
+    lab.place("cpu", "bf16").train()
+    batch, _ = next(iter(lab.batches(sents, 8, None, None, None)))
+    lab(batch).sum().backward()
+    linears = [m for m in lab.backbone.modules() if type(m) is torch.nn.Linear]
+    assert linears and all(m.weight.grad is not None and m.weight.grad.abs().sum() > 0
+                           for m in linears)
+
+
 def test_bf16_trains_evaluates_and_predicts(tiny, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
