@@ -53,3 +53,38 @@ def test_concurrent_passes_equal_sequential(tiny, family: str) -> None:
             for a, b in zip(run, expected[name]):
                 assert torch.allclose(a, b, atol=1e-5), name
     assert not lab.training  # inference never flipped the shared flag
+
+
+def test_concurrent_bf16_passes_keep_the_weights(tiny) -> None:
+    """bf16 inference runs the backbone on cast copies of its Linear weights, swapped in for
+    the pass (torch.func.functional_call): two threads swapping on one module could each put
+    back what the other swapped in, leaving bf16 tensors where the fp32 parameters were.
+    Passes from several threads equal sequential ones, and the parameters stay the same fp32
+    Parameter objects."""
+    lab = SequenceLabeler.from_model(tiny("llama"), labels=LABELS, finetune="frozen").eval()
+    lab.place("cpu", "bf16")
+    before = {n: p for n, p in lab.backbone.named_parameters()}
+    sents = [s + s for s in SENTENCES] * 3
+    expected = lab.word_logits(sents, batch_size=1, docs=None)
+    errors: list[BaseException] = []
+    got: list[list] = []
+    barrier = threading.Barrier(3)
+
+    def work() -> None:
+        try:
+            barrier.wait()
+            for _ in range(3):
+                got.append(lab.word_logits(sents, batch_size=1, docs=None))
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    after = dict(lab.backbone.named_parameters())
+    assert after.keys() == before.keys()
+    assert all(after[n] is p and p.dtype == torch.float32 for n, p in before.items())
+    assert len(got) == 9 and all(torch.equal(a, b) for run in got for a, b in zip(run, expected))

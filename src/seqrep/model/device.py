@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -200,6 +201,7 @@ class WeightCasts:
 
     def __init__(self) -> None:
         self._copies: dict[str, tuple[tuple[int, int, torch.dtype], torch.Tensor]] = {}
+        self.lock = threading.Lock()  # held by the caller around a pass that swaps them in
 
     def _cast(self, key: str, tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         copy = tensor.detach().to(dtype)

@@ -167,11 +167,15 @@ class SequenceLabeler(EncodesSentences, nn.Module):
         with self._capture(capture, captured), self.unmasker.active(batch.attention_mask), \
                 self.placement.autocast():
             if precision != "fp32" and not torch.is_grad_enabled():
-                # inference: each Linear's weight cast once, not by autocast at every call
+                # inference: each Linear's weight cast once, not by autocast at every call;
+                # functional_call swaps the copies into the shared module for the pass, so
+                # passes from several threads take turns (one could otherwise put back the
+                # copies another swapped in, where the fp32 parameters belong)
                 casts = self.__dict__.setdefault("_weight_casts", WeightCasts())
-                out = torch.func.functional_call(
-                    self.backbone, casts.tensors(self.backbone, DTYPES[precision]), (),
-                    inputs)
+                with casts.lock:
+                    out = torch.func.functional_call(
+                        self.backbone, casts.tensors(self.backbone, DTYPES[precision]), (),
+                        inputs)
             else:
                 out = self.backbone(**inputs)
         return out.last_hidden_state, captured
