@@ -168,19 +168,27 @@ def test_stand_in_ratio_beside_its_trained_twin() -> None:
                                                                   "a", "a-bf16"))
 
 
-def test_a_stand_in_row_carries_the_records_f1(tmp_path: Path, monkeypatch) -> None:
-    """The speed run end to end on the fake peer: the stand-in is timed, its predictions
-    are not scored, its row's F1 is the record's, and the table says it was a stand-in."""
-    from peers import results
-
+def _fake_speed_run(tmp_path: Path, monkeypatch) -> tuple[Path, list[str]]:
+    """The fake peer with its ok record, a one-sentence test input (3 words) and a work
+    folder: the speed record's path and speed.main's arguments but --repeats, stand-ins for
+    the missing model."""
     results_dir = _fake_system(tmp_path, monkeypatch)
     data = tmp_path / "test.jsonl"
     data.write_text(json.dumps({"words": ["Paris", "is", "nice"],
                                 "tags": ["B-LOC", "O", "O"], "doc_id": None}) + "\n")
     (tmp_path / "work" / "data").mkdir(parents=True)
     out = tmp_path / "speed.json"
-    speed.main(["--work", str(tmp_path / "work"), "--input", str(data), "--out", str(out),
-                "--results", str(results_dir), "--stand-ins", "missing", "--repeats", "1"])
+    return out, ["--work", str(tmp_path / "work"), "--input", str(data), "--out", str(out),
+                 "--results", str(results_dir), "--stand-ins", "missing"]
+
+
+def test_a_stand_in_row_carries_the_records_f1(tmp_path: Path, monkeypatch) -> None:
+    """The speed run end to end on the fake peer: the stand-in is timed, its predictions
+    are not scored, its row's F1 is the record's, and the table says it was a stand-in."""
+    from peers import results
+
+    out, args = _fake_speed_run(tmp_path, monkeypatch)
+    speed.main([*args, "--repeats", "1"])
     got = json.loads(out.read_text())
     row = got["systems"]["hf-fake"]
     assert got["stand_ins"] == "missing" and row["weights"] == "stand-in"
@@ -233,12 +241,7 @@ def test_a_run_cut_short_keeps_its_finished_rounds(tmp_path: Path, monkeypatch) 
     how many rounds they hold, and the table says so on every row."""
     from peers import results
 
-    results_dir = _fake_system(tmp_path, monkeypatch)
-    data = tmp_path / "test.jsonl"
-    data.write_text(json.dumps({"words": ["Paris", "is", "nice"],
-                                "tags": ["B-LOC", "O", "O"], "doc_id": None}) + "\n")
-    (tmp_path / "work" / "data").mkdir(parents=True)
-    out = tmp_path / "speed.json"
+    out, args = _fake_speed_run(tmp_path, monkeypatch)
     real = speed.time_once
 
     def killed_in_round_two(entry, log):
@@ -248,8 +251,7 @@ def test_a_run_cut_short_keeps_its_finished_rounds(tmp_path: Path, monkeypatch) 
 
     monkeypatch.setattr(speed, "time_once", killed_in_round_two)
     with pytest.raises(KeyboardInterrupt):
-        speed.main(["--work", str(tmp_path / "work"), "--input", str(data), "--out", str(out),
-                    "--results", str(results_dir), "--stand-ins", "missing", "--repeats", "3"])
+        speed.main([*args, "--repeats", "3"])
     got = json.loads(out.read_text())
     assert got["repeats"] == 3 and got["rounds_completed"] == 1
     row = got["systems"]["hf-fake"]
