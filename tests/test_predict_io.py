@@ -86,7 +86,7 @@ def test_the_input_is_never_the_output(folder: Path, tmp_path: Path, capsys, no_
     assert src.read_bytes() == before
 
 
-def test_an_existing_file_is_replaced_only_if_it_is_a_seqrep_output(
+def test_an_existing_file_is_replaced_only_with_overwrite(
         folder: Path, lab: SequenceLabeler, tmp_path: Path, capsys) -> None:
     src = _source(tmp_path, TEXTS[:3])
     out = tmp_path / "notes.txt"
@@ -99,9 +99,13 @@ def test_an_existing_file_is_replaced_only_if_it_is_a_seqrep_output(
     assert code == 0, err
     expected = predict_text(lab, TEXTS[:3])
     assert _records(out) == expected
-    # a finished seqrep output is replaced by the next run without --overwrite
+    # a finished seqrep output too: the next run without --overwrite is refused
     code, _, err = _cli(capsys, "predict", folder, "--input", _source(tmp_path, TEXTS[3:5]),
                         "--output", out)
+    _refused(code, err, "--overwrite", str(out))
+    assert _records(out) == expected
+    code, _, err = _cli(capsys, "predict", folder, "--input", _source(tmp_path, TEXTS[3:5]),
+                        "--output", out, "--overwrite")
     assert code == 0, err
     assert _records(out) == predict_text(lab, TEXTS[3:5])
 

@@ -96,8 +96,9 @@ def test_overwrite_deletes_only_a_seqrep_run(tiny, tmp_path: Path, capsys, conte
                        "--test-split", "", "--epochs", "1", "--exit-layer", "1", "-o",
                        str(folder), "--overwrite", "--quiet")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert "not a seqrep run" in err and "--overwrite" in err
+    assert "seqrep did not write it" in err and "--overwrite" in err
     assert (folder / "chapter1.tex").read_text() == "years of work"
+    assert (folder / "run.json").read_text() == content
 
 
 LABELS = ["O", "B-PER", "I-PER"]
@@ -128,10 +129,13 @@ def test_export_replaces_only_a_previous_export(labeler_dir: Path, tmp_path: Pat
     run = shutil.copytree(labeler_dir, tmp_path / "run")
     before = _tree(run)
     (tmp_path / "afile").write_text("a file")
-    for target, why in ((papers, "not a seqrep ONNX export"), (run, "the run"),
-                        (run / "onnx", "the run"), (tmp_path / "afile", "not a folder"),
-                        (tmp_path, "the run")):
-        code, _, err = cli(capsys, "export", str(run), "--onnx", str(target), "--no-check")
+    for target, why, more in (
+            (papers, "pass --overwrite", []), (papers, "seqrep did not write it",
+                                               ["--overwrite"]),
+            (run, "the run", ["--overwrite"]), (run / "onnx", "the run", []),
+            (tmp_path / "afile", "is a file", ["--overwrite"]), (tmp_path, "the run", [])):
+        code, _, err = cli(capsys, "export", str(run), "--onnx", str(target), "--no-check",
+                           *more)
         assert code == 2 and len(err.strip().splitlines()) == 1, (target, err)
         assert why in err and "Traceback" not in err
     assert (papers / "draft.tex").read_text() == "unrelated work"
@@ -139,23 +143,32 @@ def test_export_replaces_only_a_previous_export(labeler_dir: Path, tmp_path: Pat
     assert (tmp_path / "afile").read_text() == "a file"
 
 
-def test_a_previous_export_or_an_empty_folder_may_be_replaced(tmp_path: Path) -> None:
+def test_only_a_folder_seqrep_wrote_whole_may_be_replaced(tmp_path: Path) -> None:
+    """A folder counts as an earlier export only when its manifest lists every file in it:
+    a planted 26-byte seqrep-onnx.json no longer makes a project folder replaceable."""
+    from seqrep.errors import SeqrepError
     from seqrep.export.files import META_FILE
     from seqrep.export.onnx import check_export_target
 
     old = tmp_path / "old"
     old.mkdir()
-    (old / META_FILE).write_text(json.dumps({"format": "seqrep-onnx", "format_version": 1}))
-    (old / "model.onnx").write_bytes(b"old graph")
+    (old / META_FILE).write_text(json.dumps({"format": "seqrep-onnx"}))
+    (old / "src").mkdir()
+    (old / "src" / "main.py").write_text("print('mine')")
+    (old / ".seqrep-files.json").write_text(json.dumps(
+        {"format": "seqrep-files", "kind": "onnx-export", "files": [META_FILE]}))
     empty = tmp_path / "empty"
     empty.mkdir()
-    for ok in (old, empty, tmp_path / "new"):
+    for ok in (empty, tmp_path / "new"):
         check_export_target(ok, tmp_path / "run")
-    (old / META_FILE).write_text(json.dumps({"format": "something else"}))
-    from seqrep.errors import SeqrepError
-
-    with pytest.raises(SeqrepError, match="not a seqrep ONNX export"):
-        check_export_target(old, tmp_path / "run")
+    with pytest.raises(SeqrepError, match="src/main.py was not written by seqrep"):
+        check_export_target(old, tmp_path / "run", overwrite=True)
+    (old / "src" / "main.py").unlink()
+    (old / "src").rmdir()
+    check_export_target(old, tmp_path / "run", overwrite=True)
+    (old / ".seqrep-files.json").unlink()
+    with pytest.raises(SeqrepError, match="has no .seqrep-files.json"):
+        check_export_target(old, tmp_path / "run", overwrite=True)
 
 
 @pytest.fixture(scope="module")

@@ -42,18 +42,32 @@ def share_modes(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_dir(target: Path) -> Iterator[Path]:
+def atomic_dir(target: Path, kind: str | None = None) -> Iterator[Path]:
     """Yield a temporary folder beside ``target``; on success it replaces ``target``.
 
     A crash inside the block leaves ``target`` as it was (the temporary folder is removed).
+    Inside a folder seqrep claimed (a run), the new files are listed in its manifest and an
+    old ``target`` holding a file seqrep did not write is refused. With ``kind``, ``target``
+    is an output of its own (an export, a saved labeler): its manifest is written into it,
+    and an old ``target`` is replaced only when seqrep wrote everything in it.
     """
+    from seqrep.files import owner
+
     target = Path(target)
+    if kind is not None:
+        owner.check_folder(target, True, option="the folder")  # before any work
     target.parent.mkdir(parents=True, exist_ok=True)
+    owner.record(target)  # its temporaries (.NAME.tmp-*) are seqrep's from now on
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     os.chmod(tmp, 0o777 & ~umask())  # mkdtemp makes it private; results are for sharing
     try:
         yield tmp
         share_modes(tmp)
+        if kind is not None:
+            owner.check_folder(target, True, option="the folder")  # nothing new in it
+            owner.write_manifest(tmp, kind)
+        owner.check_replaceable(target)  # inside an output folder: only what seqrep wrote
+        owner.record_tree(tmp, target)
         old = None
         if target.exists():
             old = target.with_name(f".{target.name}.old-{os.getpid()}")
@@ -77,6 +91,9 @@ def write_text(path: Path, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        from seqrep.files import owner
+
+        owner.record(path)  # listed before it appears, when inside an output folder
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -91,8 +108,12 @@ def write_json(path: Path, data: Any) -> None:
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
     """Append one JSON line (a single write, so concurrent appenders do not interleave)."""
+    from seqrep.files import owner
+
     line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    owner.record(path)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0),
+                 0o644)
     try:
         os.write(fd, line)
     finally:

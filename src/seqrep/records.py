@@ -31,30 +31,36 @@ def schema() -> Any:
 
 
 def jsonl_to_parquet(source: Path, output: Path) -> None:
-    """Write the JSON-line records of ``source`` to ``output`` as parquet: into
-    ``OUT.partial.parquet`` first, synced, then renamed onto ``output``, so ``output`` is
-    either the old file or the whole new one."""
+    """Write the JSON-line records of ``source`` to ``output`` as parquet: into a fresh
+    temporary file beside it first (created exclusively, never a link or a user's file),
+    synced, then renamed onto ``output``, so ``output`` is either the old file or the whole
+    new one."""
     from seqrep.extras import require
 
     require("datasets", "a .parquet output", ("pyarrow",))
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from seqrep.files import owner
+
     output = Path(output)
-    tmp = output.with_name(output.name + ".partial.parquet")
+    tmp = owner.temporary(output)
     kind = schema()
     rows: list[dict[str, Any]] = []
-    with pq.ParquetWriter(tmp, kind) as writer, open(source, encoding="utf-8") as f:
-        for line in f:
-            rows.append(json.loads(line))
-            if len(rows) >= ROWS_PER_GROUP:
+    try:
+        with pq.ParquetWriter(tmp, kind) as writer, open(source, encoding="utf-8") as f:
+            for line in f:
+                rows.append(json.loads(line))
+                if len(rows) >= ROWS_PER_GROUP:
+                    writer.write_table(pa.Table.from_pylist(rows, schema=kind))
+                    rows = []
+            if rows:
                 writer.write_table(pa.Table.from_pylist(rows, schema=kind))
-                rows = []
-        if rows:
-            writer.write_table(pa.Table.from_pylist(rows, schema=kind))
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, output)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, output)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def read_parquet_records(path: Path) -> list[dict[str, Any]]:

@@ -7,9 +7,12 @@ made from (the input's path, size and SHA-256, and the labeler with its settings
 output is resumed only when all of them match. Under ``torchrun`` / ``accelerate launch`` each
 process labels every N-th chunk and the main process writes them in input order.
 
-An existing ``OUT`` is replaced only when it is a finished seqrep output (its first line is a
-prediction record) or with ``overwrite``; the input itself never is, nor is it ever
-``OUT.partial`` or ``OUT.partial.json``, under any spelling or link (:func:`check_paths`).
+An existing ``OUT`` is replaced only with ``overwrite`` (by a rename: a link there is replaced,
+never written through); the input itself never is, nor is it ever ``OUT.partial`` or
+``OUT.partial.json``, under any spelling or link (:func:`check_paths`). The bookkeeping files are
+seqrep's own (:mod:`seqrep.files.owner`): ``OUT.partial`` is created exclusively, never through
+a link, and its record names the very file (device and inode), so a file of the user's under one
+of these names is refused, never overwritten or deleted, ``overwrite`` or not.
 
 Input is read by :mod:`seqrep.inputs` (one text per line, or JSONL records). With a labeler of
 document context, a chunk never ends inside a document (consecutive lines with one
@@ -104,8 +107,8 @@ def check_paths(source: Path | None, output: Path, overwrite: bool = False,
                 bookkeeping: Sequence[Path] = ()) -> None:
     """Refuse, before any work, an input that is not a readable regular file and an output
     that would lose data or fail at the end: the input itself (or a link to it), a folder, a
-    path in a missing folder, or an existing file ``replaceable`` does not recognise (a
-    finished seqrep output) unless ``overwrite``. The input may be none of ``bookkeeping``
+    path in a missing folder, or an existing file unless ``overwrite`` (then a device or FIFO
+    that ``replaceable`` does not accept is still refused). The input may be none of ``bookkeeping``
     either (the files written, renamed and deleted beside the output: ``OUT.partial`` and
     ``OUT.partial.json``), or the run would overwrite or delete the very text it reads,
     ``overwrite`` or not.
@@ -140,14 +143,16 @@ def check_paths(source: Path | None, output: Path, overwrite: bool = False,
     if output.exists():
         if source is not None and _same_file(source, output):
             raise ConfigError(f"{option} {output} is the input file; expected another path")
+        if not overwrite:
+            raise ConfigError(f"{option} {output} exists; pass --overwrite to replace it, or "
+                              f"choose another path")
         try:
             known = replaceable(output)
         except OSError as err:
             raise ConfigError(f"{option} {output}: cannot read it ({err.strerror})") from None
-        if not overwrite and not known:
-            how = "pass --overwrite to replace it" if option == "--output" else "remove it"
-            raise ConfigError(f"{option} {output} exists and is no seqrep output; {how}, or "
-                              "choose another path")
+        if not known and not output.is_file():
+            raise ConfigError(f"{option} {output} is not a regular file; expected a file "
+                              f"path")
 
 
 @dataclass
@@ -197,24 +202,60 @@ def prepare(source: Path, output: Path, identity: dict[str, Any], overwrite: boo
         total = count_records(source)
     made_from = json.loads(json.dumps({"input": str(source.resolve()), "size": size,
                                        "sha256": digest, "labeler": identity}))
+    made_from["output"] = str(output.resolve())
+    if main:
+        _own_bookkeeping(output, made_from, overwrite)
+    return Plan(total, made_from)
+
+
+PARTIAL_FORMAT = "seqrep-partial-output"
+
+
+def _own_bookkeeping(output: Path, made_from: dict[str, Any], overwrite: bool) -> None:
+    """An ``OUT.partial`` and ``OUT.partial.json`` are seqrep's when the record is one of a
+    partial output of ``OUT`` naming the very partial file (device and inode): then one made
+    from this input and labeler is resumed, another removed with ``overwrite``. Any other file
+    under either name is the user's: refused, ``overwrite`` or not."""
+    from seqrep.files import owner
+
     partial, meta = _meta(output)
-    if main and (partial.exists() or partial.is_symlink()) and not partial.is_file():
-        # resuming truncates and appends to it: a FIFO would block, a device never end
+    has_partial = partial.exists() or partial.is_symlink()
+    has_meta = meta.exists() or meta.is_symlink()
+    if not (has_partial or has_meta):
+        return
+    old = _record(meta) if has_meta else None
+    ours = isinstance(old, dict) and old.get("format") == PARTIAL_FORMAT \
+        and old.get("output") == made_from["output"] \
+        and (old.get("partial") == owner.identity(partial) if has_partial
+             else True) and not partial.is_symlink()
+    if not ours:
+        name = partial if has_partial and (not has_meta or old is not None) else meta
+        raise ConfigError(f"{name} exists and was not written by seqrep for {output}; it is "
+                          f"not overwritten or deleted: move it away, or choose another "
+                          f"output path")
+    if not has_partial:  # killed after the output was complete: its record alone is left
+        meta.unlink()
+        return
+    if not partial.is_file():
         raise ConfigError(f"{partial} is not a regular file; expected a partial output of "
                           f"{output} (remove it to start over)")
-    if main and partial.exists():
-        from seqrep.fileio import read_json
+    why = _differs(old, made_from)
+    if why is not None and not overwrite:
+        raise ConfigError(f"{partial} {why}; pass --overwrite to start over, or remove it")
+    if why is not None:
+        partial.unlink()
+        meta.unlink()
 
-        try:  # bounded: a link to /dev/zero or a FIFO is no record, not an endless read
-            old = read_json(meta, "a partial output's record", ConfigError)
-        except ConfigError:
-            old = None
-        why = _differs(old, made_from)
-        if why is not None and not overwrite:
-            raise ConfigError(f"{partial} {why}; pass --overwrite to start over, or remove it")
-        if why is not None:
-            partial.unlink()
-    return Plan(total, made_from)
+
+def _record(meta: Path) -> Any:
+    """A partial output's record, read bounded (a link to ``/dev/zero`` or a FIFO is no
+    record, not an endless read); None when it is none."""
+    from seqrep.fileio import read_json
+
+    try:
+        return read_json(meta, "a partial output's record", ConfigError)
+    except ConfigError:
+        return None
 
 
 def labeler_identity(labeler: Any, **settings: Any) -> dict[str, Any]:
@@ -302,15 +343,21 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
     partial, meta = _meta(output)
     done = 0
     whole = label is not None or labeler_context(labeler).documents
+    out = None
     if main:
-        if partial.exists():
+        from seqrep.files import owner
+
+        if partial.exists() or partial.is_symlink():  # checked as seqrep's by prepare
             done = complete_lines(partial)
             if whole and done:  # never resume inside a document
                 done = keep_lines(partial, document_start(source, done, words))
+            out = owner.open_own(partial, "a partial output")
         else:
             from seqrep.fileio import write_json
 
-            write_json(meta, plan.made_from)  # before the partial exists: never one without
+            out = owner.create_exclusive(partial, "a partial output")  # never a link
+            write_json(meta, {**plan.made_from, "format": PARTIAL_FORMAT,
+                              "partial": owner.identity(partial)})
     if world > 1:
         from accelerate.utils import broadcast_object_list
 
@@ -321,7 +368,6 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
     if progress:
         progress(done, total)
     pieces = chunks(read_records(source, words, skip=done), chunk, whole)
-    out = open(partial, "ab") if main else None  # noqa: SIM115 - closed below
     label = label or _here(labeler, decoding, batch_size, world, rank)
     try:
         for records in label(pieces):

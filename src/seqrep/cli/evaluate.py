@@ -58,6 +58,8 @@ def _params() -> list:
         p("predictions", Path | None, typer.Option(
             None, "--predictions", help="write 'word gold predicted' lines here (conlleval's "
             "format, read by seqrep score)")),
+        p("overwrite", bool, typer.Option(
+            False, "--overwrite", help="replace an existing --predictions file")),
         p("as_json", bool, typer.Option(False, "--json", help="print JSON (fractions 0..1); "
                                         "progress stays on stderr")),
         p("quiet", bool, typer.Option(False, "--quiet", "-q", help="no progress bar")),
@@ -86,7 +88,7 @@ def evaluate_command(values: dict[str, Any]) -> None:
     if split is None:
         split = "train" if holds_one_split(dataset) else "test"
     if values["predictions"] is not None:
-        _check_predictions(values["predictions"], dataset)
+        _check_predictions(values["predictions"], dataset, values["overwrite"])
     corpus = load_corpus(dataset, split, reader.format, **reader.options())  # before the model
     say_notes(corpus)
     labeler = load(run, settings)
@@ -131,20 +133,16 @@ def evaluate_command(values: dict[str, Any]) -> None:
 evaluate = command(evaluate_command, _params(), evaluate_command.__doc__ or "")
 
 
-def _check_predictions(path: Path, dataset: str) -> None:
+def _check_predictions(path: Path, dataset: str, overwrite: bool = False) -> None:
     """``--predictions``: never the dataset itself, a folder or a missing folder; an existing
-    file only if it is such a file (an empty one, or 3 columns on its first line)."""
+    file only with ``overwrite``."""
     import os
 
     from seqrep.errors import ConfigError
     from seqrep.stream import check_paths
 
-    def ours(p: Path) -> bool:
-        with open(p, "rb") as f:
-            first = f.readline(1 << 16)
-        return not first or len(first.split(b" ")) == 3
-
-    check_paths(None, path, option="--predictions", replaceable=ours)
+    check_paths(None, path, overwrite, option="--predictions",
+                replaceable=lambda p: p.is_file())
     if Path(path).exists() and Path(dataset).exists() and os.path.samefile(path, dataset):
         raise ConfigError(f"--predictions {path} is the dataset file; expected another path")
 

@@ -22,6 +22,9 @@ def export(
     int8: bool = typer.Option(
         False, "--int8", help="also write model.int8.onnx, run with --runtime onnx-int8 "
         "(check its F1 on your data)"),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="replace an earlier export in ONNX (only the files seqrep "
+        "wrote there; a folder holding anything else is refused)"),
     trust_remote_code: bool = inference_option("trust_remote_code"),
     revision: str | None = revision_option(),
 ) -> None:
@@ -43,7 +46,8 @@ def export(
         raise ConfigError(f"--opset {opset}; expected 14 or more (attention needs it)")
     if not tolerance > 0:
         raise ConfigError(f"--tolerance {tolerance}; expected a positive number")
-    out = export_onnx(run, onnx, opset, settings.trust_remote_code, check, tolerance)
+    out = export_onnx(run, onnx, opset, settings.trust_remote_code, check, tolerance,
+                      overwrite=overwrite)
     meta = read_meta(out)  # bounded, as every JSON a command reads from a folder
     size = (out / meta["model_file"]).stat().st_size / 2**20
     line = f"{run} -> {out / meta['model_file']} ({size:.1f} MiB, opset {opset}, " \

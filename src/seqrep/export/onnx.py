@@ -167,11 +167,13 @@ def is_export(folder: Path) -> bool:
     return isinstance(data, dict) and data.get("format") == "seqrep-onnx"
 
 
-def check_export_target(out_dir: str | Path, source: str | Path | None = None) -> None:
+def check_export_target(out_dir: str | Path, source: str | Path | None = None,
+                        overwrite: bool = False) -> None:
     """Refuse an export folder whose replacing would lose data, before anything is loaded.
 
-    ``out_dir`` may be missing, empty or a previous seqrep export (:func:`is_export`); it may
-    not be ``source`` (the run exported), lie inside it or hold it.
+    ``out_dir`` may be missing or empty, or, with ``overwrite``, a folder holding only what
+    seqrep wrote (:func:`seqrep.files.owner.check_folder`); it may not be ``source`` (the
+    run exported), lie inside it or hold it.
 
     Raises:
         ConfigError: one line naming the folder and why.
@@ -183,20 +185,15 @@ def check_export_target(out_dir: str | Path, source: str | Path | None = None) -
             raise ConfigError(f"--onnx {out_dir} is the run {source}, lies inside it or holds "
                               f"it; writing there would replace the run: choose a folder "
                               f"outside it")
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise ConfigError(f"--onnx {out_dir} is not a folder; give a folder to write the "
-                          f"export to")
-    if any(out.iterdir()) and not is_export(out):
-        raise ConfigError(f"--onnx {out_dir} exists and is not a seqrep ONNX export (no "
-                          f"{META_FILE} of one), so it is not replaced: choose a new or empty "
-                          f"folder")
+    from seqrep.files import owner
+
+    owner.check_folder(Path(out_dir), overwrite, option="--onnx")
 
 
 def export_labeler(labeler: SequenceLabeler, out_dir: str | Path, opset: int = DEFAULT_OPSET,
                    check: bool = True, tolerance: float = TOLERANCE,
-                   source: str | None = None, total_layers: int | None = None) -> Path:
+                   source: str | None = None, total_layers: int | None = None,
+                   overwrite: bool = False) -> Path:
     """Export a loaded fp32 labeler (on the CPU) to ``out_dir``; see :func:`export_onnx`.
 
     ``total_layers``: the uncut model's layer count when the loaded backbone no longer knows
@@ -208,12 +205,13 @@ def export_labeler(labeler: SequenceLabeler, out_dir: str | Path, opset: int = D
     from seqrep.model.backbone import quiet_transformers
 
     _check_exportable(labeler)
-    check_export_target(out_dir, source)
+    check_export_target(out_dir, source, overwrite)
     labeler.eval()
     graph, example = _Graph.module(labeler), _example(labeler)
     out_dir = Path(out_dir)
     start = time.perf_counter()
-    with atomic_dir(out_dir) as tmp, quiet_transformers(), torch.no_grad(), _quiet_exporter():
+    with atomic_dir(out_dir, "onnx-export") as tmp, quiet_transformers(), torch.no_grad(), \
+            _quiet_exporter():
         _write_graph(labeler, graph, example, tmp / MODEL_FILE, opset)
         seconds = time.perf_counter() - start
         labeler.tokenizer.save_pretrained(str(tmp / "tokenizer"))
@@ -320,13 +318,14 @@ def _parity_check(labeler: SequenceLabeler, model_path: Path, meta: dict[str, An
 
 def export_onnx(labeler_dir: str | Path, out_dir: str | Path, opset: int = DEFAULT_OPSET,
                 trust_remote_code: bool = False, check: bool = True,
-                tolerance: float = TOLERANCE) -> Path:
+                tolerance: float = TOLERANCE, overwrite: bool = False) -> Path:
     """Export a saved labeler (or a run folder's best model) to ONNX.
 
     Args:
         labeler_dir: a labeler folder or a run folder.
-        out_dir: the folder to write (replaced atomically); only a missing or empty folder
-            or a previous seqrep export, never the run itself (:func:`check_export_target`).
+        out_dir: the folder to write (replaced atomically); only a missing or empty folder,
+            or with ``overwrite`` one holding only what seqrep wrote, never the run itself
+            (:func:`check_export_target`).
         opset: the ONNX opset (default 18).
         trust_remote_code: run code shipped with the backbone (the caller's decision).
         check: label fixed sentences with ONNX Runtime and PyTorch and refuse the export if
@@ -339,7 +338,7 @@ def export_onnx(labeler_dir: str | Path, out_dir: str | Path, opset: int = DEFAU
     from seqrep.model.io import load_labeler
     from seqrep.model.labeler import SequenceLabeler
 
-    check_export_target(out_dir, labeler_dir)  # before any work
+    check_export_target(out_dir, labeler_dir, overwrite)  # before any work
 
     # a QLoRA run's adapter goes on the full-precision base, where it can be merged
     labeler = load_labeler(SequenceLabeler, Path(labeler_dir), trust_remote_code,
@@ -348,7 +347,7 @@ def export_onnx(labeler_dir: str | Path, out_dir: str | Path, opset: int = DEFAU
         labeler.backbone = labeler.backbone.merge_and_unload()
     labeler.float()
     return export_labeler(labeler, out_dir, opset, check, tolerance, str(labeler_dir),
-                          _saved_total_layers(labeler_dir))
+                          _saved_total_layers(labeler_dir), overwrite=overwrite)
 
 
 def _saved_total_layers(labeler_dir: str | Path) -> int | None:

@@ -83,8 +83,11 @@ def quantize_int8(export_dir: str | Path) -> Path:
     if not modules:
         raise ModelError(f"{source}: no linear MatMuls to quantize")
     keep = set(sensitive(modules, layers))
+    from seqrep.files import owner
+
+    owner.claim(export_dir, "onnx-export")  # the int8 graph is listed with the export
     target = export_dir / INT8_FILE
-    tmp = export_dir / f".{INT8_FILE}.tmp"
+    tmp = owner.temporary(target)
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)  # quantize_dynamic's advice to pre-process

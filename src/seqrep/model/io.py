@@ -96,7 +96,7 @@ MAX_FIRST = 1 << 16
 
 def save_labeler(labeler: SavedLabeler, path: Path) -> Path:
     """Write ``labeler`` to ``path`` atomically; returns the path."""
-    with atomic_dir(path) as tmp, quiet_transformers():
+    with atomic_dir(path, "labeler") as tmp, quiet_transformers():
         record = {"seqrep_version": seqrep.__version__,
                   "total_layers": labeler.backbone_info.total_layers,
                   "first_position": labeler.backbone_info.first_position,

@@ -167,14 +167,19 @@ def check_apart(output: Path, teacher: Path, cache: Path, names: tuple[str, str,
 def start(output: Path, request: dict[str, Any]) -> Path | None:
     """A student folder holding the request alone; an old run in it (checked by the caller)
     is moved into a temporary folder inside it, returned (None when there was none)."""
+    from seqrep.files import owner
+
     aside = None
     if output.is_dir() and any(output.iterdir()):
+        owner.check_folder(output, True)  # checked by the caller; again, just before moving
         aside = output / f"{ASIDE}{os.getpid()}"
         aside.mkdir()
         for entry in list(output.iterdir()):
             if entry != aside:
                 os.replace(entry, aside / entry.name)
-    output.mkdir(parents=True, exist_ok=True)
+    owner.claim(output, "run")
+    if aside is not None:
+        owner.record(aside, folder=True)  # the old run, seqrep's whole
     write_json(output / REQUEST, request)
     return aside
 
@@ -182,24 +187,27 @@ def start(output: Path, request: dict[str, Any]) -> Path | None:
 def restore(output: Path, aside: Path | None) -> None:
     """Put an old run moved aside by :func:`start` back, removing what the new distillation
     wrote beside it; nothing when training already removed it (the student had loaded)."""
+    from seqrep.files import owner
+
     if aside is None or not aside.is_dir():
         return
+    listed = (owner.read_manifest(output) or ("run", set()))[1]
     for entry in list(output.iterdir()):
-        if entry != aside:
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink()
+        if entry == aside or entry.name == owner.MANIFEST:
+            continue
+        if not owner.listed(entry.name, listed):
+            continue  # not the new distillation's: left where it is
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    owner.release(output)
     for entry in list(aside.iterdir()):
-        os.replace(entry, output / entry.name)
+        os.replace(entry, output / entry.name)  # the old manifest comes back with its run
     aside.rmdir()
 
 
 def check_fresh(output: Path, overwrite: bool, check_output: Any) -> None:
-    """``train``'s rule for a new run folder; a distillation interrupted before training
-    (``distill.json``, no ``run.json``) may be replaced too."""
-    if (overwrite and output.is_dir() and (output / REQUEST).is_file()
-            and not (output / "run.json").exists()):
-        read_request(output)
-        return
+    """``train``'s rule for a new run folder (a distillation interrupted before training is
+    seqrep's as wholly as a run, so it may be replaced)."""
     check_output(output, overwrite, False)

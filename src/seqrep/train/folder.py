@@ -31,29 +31,20 @@ MAX_LOG_LINE = 1 << 20
 def check_output(output: Path, overwrite: bool, resume: bool) -> None:
     """Refuse to clobber anything before a single file is touched.
 
-    A non-empty folder is replaced only with ``overwrite`` and only when it is a seqrep run
-    folder (its ``run.json`` fits the schema :func:`read_run_json` checks); the replacing
-    itself waits until the data and the model have loaded (:func:`replace_output`), so a typo
-    never deletes a finished run.
+    A non-empty folder is replaced only with ``overwrite`` and only when everything in it
+    was written by seqrep (:func:`seqrep.files.owner.check_folder`: its manifest lists every
+    file); the replacing itself waits until the data and the model have loaded
+    (:func:`replace_output`), so a typo never deletes a finished run.
     """
-    if output.exists() and not output.is_dir():
-        raise SeqrepError(f"--output {output} is a file; give a folder for the run")
+    from seqrep.files import owner
+
+    if output.is_symlink() or (output.exists() and not output.is_dir()):
+        owner.check_folder(output, overwrite)  # one line: a link, or a file
     if resume:
         if not (output / "run.json").exists():
             raise SeqrepError(f"{output}: nothing to resume (no run.json)")
         return
-    if output.exists() and any(output.iterdir()):
-        if not overwrite:
-            raise SeqrepError(f"{output} exists and is not empty; pass --overwrite to replace "
-                              f"it or --resume to continue the run in it")
-        if not (output / "run.json").is_file():
-            raise SeqrepError(f"{output} is not a seqrep run folder (no run.json), so "
-                              f"--overwrite will not delete it; choose another --output")
-        try:
-            read_run_json(output)
-        except SeqrepError as err:
-            raise SeqrepError(f"{err}; so --overwrite will not delete {output}; choose "
-                              f"another --output") from None
+    owner.check_folder(output, overwrite)
 
 
 def read_run_json(output: Path) -> dict[str, Any]:
@@ -100,16 +91,24 @@ def resumed_config(output: Path, labeler_config: LabelerConfig, train_config: Tr
 
 
 def replace_output(output: Path, resume: bool) -> None:
-    """Make ``output`` ready: an old run (checked by :func:`check_output`) is removed, and
-    what a killed writer left goes: temporary folders (``.best.tmp-*``, ``.checkpoint.tmp-*``)
-    are removed, and a folder moved aside (``.checkpoint.old-*``) whose replacement never
-    arrived is put back."""
+    """Make ``output`` ready: an old run (checked by :func:`check_output`) is removed, file
+    by file as its manifest lists them (:func:`seqrep.files.owner.remove`, which checks
+    again), the folder is claimed (every file written in it is listed), and what a killed
+    writer left goes: seqrep's temporary folders (``.best.tmp-*``, ``.checkpoint.tmp-*``) are
+    removed, and a folder moved aside (``.checkpoint.old-*``) whose replacement never arrived
+    is put back."""
+    from seqrep.files import owner
+
     if not resume and output.exists():
-        shutil.rmtree(output)
-    output.mkdir(parents=True, exist_ok=True)
+        owner.remove(output)
+    owner.claim(output, "run")
+    listed = (owner.read_manifest(output) or ("run", set()))[1]
     for stale in output.glob(".*.tmp-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+        if owner.listed(stale.name, listed):
+            shutil.rmtree(stale, ignore_errors=True)
     for old in output.glob(".*.old-*"):
+        if not owner._own_temporary(old.name, listed):
+            continue
         target = output / old.name[1:].rsplit(".old-", 1)[0]
         if not target.exists():
             os.replace(old, target)  # killed between atomic_dir's two renames

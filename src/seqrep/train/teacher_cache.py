@@ -152,8 +152,10 @@ def check_cache_folder(folder: Path, what: str = "label cache") -> None:
 def open_cache(folder: Path) -> None:
     """Make ``folder`` a label cache (checked by :func:`check_cache_folder`), marked, and
     clear what a killed chunk write left (the cache's own temporary names only)."""
+    from seqrep.files import owner
+
     check_cache_folder(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    owner.claim(folder, "label-cache")
     if not (folder / MARKER).is_file():
         write_json(folder / MARKER, MARK)
     for stale in folder.iterdir():
@@ -221,7 +223,9 @@ def label_cache(load_teacher: Callable[[], Any], sentences: list[tuple[str, ...]
                     teacher.word_logits([list(s) for s in part], batch_size, docs=part_docs)]
             took = time.perf_counter() - start
             labeled += len(part)
-            tmp = folder / f".{path.name}.tmp"
+            from seqrep.files import owner
+
+            tmp = owner.temporary(path)  # a fresh name: never a link or a user's file
             save_file({"logp": torch.cat(logp).contiguous(),
                        "lengths": torch.tensor([len(s) for s in part], dtype=torch.long)},
                       str(tmp), metadata={"sha256": digest, "seconds": repr(took)})
