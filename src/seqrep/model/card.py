@@ -7,17 +7,28 @@ The YAML metadata is huggingface_hub's :class:`~huggingface_hub.ModelCardData` (
 the Hub parses it. Only what is known is written: a base model's license for the packaged
 models (whose licenses are fixed), a language for the named datasets (all English), a dataset
 id for the named datasets that live on the Hub; a local file or folder is named by nothing.
+
+Every value the card takes from a run's records is rendered inert (:func:`shown_code`,
+:func:`shown_text`): on one line, as a code span where it holds nothing that a code span or a
+table cell would read, else as text with HTML's and Markdown's special characters escaped, so
+no name, label or setting makes HTML, a link, a heading or another table cell. Numbers the run
+measured must be numbers; in the YAML metadata a dataset name is kept only when it reads as a
+plain name.
 """
 
 from __future__ import annotations
 
+import html
+import math
+import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 from seqrep import fileio
 from seqrep.errors import ModelError
-from seqrep.model.hub import hub_name
-from seqrep.model.labeler_config import LabelerConfig
+from seqrep.model.hub import COMMIT, hub_name
+from seqrep.model.labeler_config import LabelerConfig, parse_unmask
 from seqrep.model.packaged import PACKAGED
 
 # the licenses of the packaged models' Hub repositories (their model cards say so)
@@ -32,15 +43,82 @@ SETTINGS = ("task", "repetitions", "exit_layer", "unmask", "final_norm", "subtok
             "finetune", "lora_rank", "lora_alpha", "dtype")
 PLACEHOLDER = "ORG/NAME"
 MAX_RECORD_BYTES = 1 << 20  # run.json and metrics.json are a few kB
+MAX_SHOWN = 300  # characters of one value shown (a label has at most 200)
+# what metrics.json measured: numbers, and where the validation sentences came from (a text)
+MEASURED = ("train_seconds", "steps", "train_sentences", "train_tokens")
+# what ends a code span (a backtick), a table cell (a pipe), or could read as HTML
+NOT_IN_CODE = frozenset("`|<>&\\")
+# Markdown's inline specials: code, emphasis, links and images, table cells, strikethrough,
+# the Hub's math; backslash-escaped after HTML's (& < > " ') became entities
+MARKDOWN = re.compile(r"([\\`*_\[\]()|~$])")
+# a dataset name the YAML metadata keeps (a file name as people name them)
+PLAIN_NAME = re.compile(r"[\w .,:/+@()=-]{1,200}")
+
+
+def check_folder(run: Path, expected: str = "expected a run folder or a saved labeler") -> None:
+    """One line unless ``run`` is a folder: a file (``/etc/passwd``) is said to be no run
+    folder, a missing path not to exist."""
+    if path_is(run, Path.is_dir):
+        return
+    if path_is(run, Path.exists) or path_is(run, Path.is_symlink):
+        kind = "it is a file, not a folder" if path_is(run, Path.is_file) else "it is not a folder"
+        raise ModelError(f"{run} is not a seqrep run folder ({kind}); {expected}")
+    raise ModelError(f"{run} does not exist; {expected}")
 
 
 def hub_base(folder: Path) -> dict[str, str] | None:
     """The Hub base model a labeler folder records, ``{"hub": org/name, "revision": commit}``
-    (a run that keeps no backbone of its own, on a Hub model), else None."""
-    record = fileio.read_json(folder / "config.json", "a seqrep labeler config", ModelError,
-                              MAX_RECORD_BYTES)
+    (a run that keeps no backbone of its own, on a Hub model), else None; a ``hub`` that is
+    no Hub name, or a ``revision`` that is no commit, is one line (as loading says)."""
+    cfg = folder / "config.json"
+    record = fileio.read_json(cfg, "a seqrep labeler config", ModelError, MAX_RECORD_BYTES)
     base = record.get("base") if isinstance(record, dict) else None
-    return base if isinstance(base, dict) and isinstance(base.get("hub"), str) else None
+    if not (isinstance(base, dict) and "hub" in base):
+        return None
+    repo, commit = base.get("hub"), base.get("revision")
+    parsed = hub_name(repo) if isinstance(repo, str) else None
+    if parsed is None or parsed[1] is not None or not (
+            isinstance(commit, str) and COMMIT.fullmatch(commit)) or len(base) != 2:
+        raise ModelError(f"{cfg}: base={_short(base)}; expected an object with the Hub id "
+                         f"('hub': org/name) and the 40-hex commit ('revision') of the base")
+    return {"hub": repo, "revision": commit}
+
+
+def path_is(path: Path, test: Any) -> bool:
+    """``test(path)``, False where the name cannot be a file's (too long, a NUL byte)."""
+    try:
+        return bool(test(path))
+    except (OSError, ValueError):
+        return False
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:60] + "..."
+
+
+def one_line(value: object) -> str:
+    """``value`` as text on one line: control, format (bidi) and separator characters become
+    spaces, runs of spaces one, at most :data:`MAX_SHOWN` characters."""
+    text = "".join(" " if unicodedata.category(c)[0] in "CZ" else c for c in str(value))
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "..."
+
+
+def shown_text(value: object) -> str:
+    """``value`` as inert Markdown text: one line, HTML's specials as entities, Markdown's
+    backslash-escaped (read back, it shows the value itself)."""
+    return MARKDOWN.sub(r"\\\1", html.escape(one_line(value), quote=True))
+
+
+def shown_code(value: object) -> str:
+    """``value`` as a code span when nothing in it ends one, a table cell, reads as HTML or
+    looks like a link; else as :func:`shown_text`."""
+    text = one_line(value)
+    if not text:
+        return "(empty)"
+    inert = not NOT_IN_CODE & set(text) and "](" not in text  # no link's look either
+    return f"`{text}`" if inert else shown_text(text)
 
 
 def base_model(config: LabelerConfig, folder: Path | None = None) -> str | None:
@@ -52,8 +130,70 @@ def base_model(config: LabelerConfig, folder: Path | None = None) -> str | None:
         return recorded["hub"]
     if config.model in PACKAGED:
         return PACKAGED[config.model].hub_id
-    parsed = None if Path(config.model).exists() else hub_name(config.model)
+    parsed = None if path_is(Path(config.model), Path.exists) else hub_name(config.model)
     return parsed[0] if parsed else None
+
+
+def model_kind(config: LabelerConfig, folder: Path) -> str | None:
+    """``"encoder"`` or ``"decoder"``, as the backbone's loader would tell (its config's
+    ``model_type`` a masked LM's), from what is at hand without loading it: the saved
+    backbone's config, a packaged model's kind, the base's config in a local folder or in
+    huggingface_hub's cache; None when none of them is here. Only decoders take ``unmask``."""
+    from huggingface_hub import try_to_load_from_cache
+    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    if config.unmask != "none":
+        return "decoder"
+    if config.model in PACKAGED:
+        return PACKAGED[config.model].kind
+    record = fileio.read_json(folder / "config.json", "a seqrep labeler config", ModelError,
+                              MAX_RECORD_BYTES)
+    base = record.get("base") if isinstance(record, dict) else None
+    places: list[Any] = [folder / "backbone" / "config.json",
+                         Path(config.model) / "config.json"]
+    if isinstance(base, dict) and isinstance(base.get("path"), str):
+        places.append(Path(base["path"]) / "config.json")
+    recorded = hub_base(folder)
+    hub = (recorded["hub"], recorded["revision"]) if recorded else hub_name(config.model)
+    if hub is not None:
+        try:
+            places.append(try_to_load_from_cache(hub[0], "config.json", revision=hub[1]))
+        except (ValueError, OSError):  # a name or revision huggingface_hub does not take
+            pass
+    for place in places:
+        if not isinstance(place, (str, Path)) or not path_is(Path(place), Path.is_file):
+            continue
+        try:
+            data = fileio.read_json(Path(place), "a model config", ModelError, MAX_RECORD_BYTES)
+        except ModelError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("model_type"), str):
+            return "encoder" if data["model_type"] in MODEL_FOR_MASKED_LM_MAPPING_NAMES \
+                else "decoder"
+    return None
+
+
+def reads(config: LabelerConfig, kind: str | None) -> str:
+    """How the labeler reads a sentence, said for its strategy: once or fed k = r + 1 times,
+    by an encoder, a causal decoder or one with unmasked layers."""
+    r = config.repetitions
+    fed = "reads each sentence once" if r == 0 else \
+        f"feeds each sentence k = r + 1 = {r + 1} times"
+    later = "causal decoder's states in the later copies see the whole sentence"
+    if kind == "encoder":
+        return f"{fed}: an encoder, whose states see the whole sentence" \
+            + ("." if r == 0 else " in every copy.")
+    if config.unmask != "none":
+        layers = {"full": "in every layer", "middle": "in the middle layers"}.get(
+            config.unmask) or "in layers " + ", ".join(
+            map(str, parse_unmask(config.unmask))) + " (counted from 0)"
+        tail = ", so a word's state sees the whole sentence." if config.unmask == "full" \
+            else " and causal in the others."
+        return f"{fed}, with the decoder's attention unmasked (both ways) {layers}{tail}"
+    if kind == "decoder":
+        return fed + (", left to right: a causal decoder, so a word's state sees only the "
+                      "words up to it." if r == 0 else f", so that a {later}.")
+    return fed + ("." if r == 0 else f" (so that a {later}).")
 
 
 def run_records(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -66,7 +206,19 @@ def run_records(run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
         raise ModelError(f"{run / 'run.json'}: not a seqrep run configuration (expected an "
                          f"object with 'labeler' and 'train' objects)")
     metrics = _record(run / "metrics.json", "a finished run's metrics") if saved else {}
-    return saved, metrics if metrics.get("status") == "finished" else {}
+    if metrics.get("status") != "finished":
+        return saved, {}
+    for key in MEASURED:
+        value = metrics.get(key)
+        if value is not None and not (isinstance(value, (int, float)) and not isinstance(
+                value, bool) and math.isfinite(value)):
+            raise ModelError(f"{run / 'metrics.json'}: {key}={_short(value)}; expected a "
+                             f"number")
+    source = metrics.get("validation_source")
+    if source is not None and not isinstance(source, str):
+        raise ModelError(f"{run / 'metrics.json'}: validation_source={_short(source)}; "
+                         f"expected a text")
+    return saved, metrics
 
 
 def _record(path: Path, what: str) -> dict[str, Any]:
@@ -103,20 +255,23 @@ def model_card(run: str | Path, repo_id: str | None = None) -> str:
     from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
     from seqrep.model.io import model_dir, read_config
+    from seqrep.model.publish import repo_name
 
     run = Path(run)
-    if not run.is_dir():
-        raise ModelError(f"{run} does not exist; expected a run folder or a saved labeler")
+    check_folder(run)
+    if repo_id is not None:
+        repo_name(repo_id)
     folder = model_dir(run)
     config = read_config(folder)
     saved, metrics = run_records(run)
     train = saved.get("train", {})
     shown, dataset_id = _dataset(train)
+    named = one_line(shown) if shown and PLAIN_NAME.fullmatch(one_line(shown)) else None
     repo = repo_id or PLACEHOLDER
     base = base_model(config, folder)
     results = [EvalResult(task_type="token-classification", task_name="Token classification",
-                          dataset_type=dataset_id or shown or "custom",
-                          dataset_name=shown or "custom", dataset_split=split,
+                          dataset_type=dataset_id or named or "custom",
+                          dataset_name=named or "custom", dataset_split=split,
                           metric_type=score, metric_value=float(metrics[split][score]),
                           metric_name=f"{score} ({split})")
                for split in ("test", "validation") if isinstance(metrics.get(split), dict)
@@ -129,7 +284,7 @@ def model_card(run: str | Path, repo_id: str | None = None) -> str:
         tags=["seqrep", "token-classification", "sequence-labeling", config.task,
               f"finetune-{config.finetune}"],
         model_name=repo, eval_results=results or None)
-    body = _body(repo, config, saved, metrics, base, shown)
+    body = _body(repo, config, saved, metrics, base, shown, model_kind(config, folder))
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}"))
 
 
@@ -142,15 +297,15 @@ def _shown(value: Any) -> Any:
 
 
 def _body(repo: str, config: LabelerConfig, saved: dict[str, Any], metrics: dict[str, Any],
-          base: str | None, dataset: str | None) -> str:
-    """The card's text: what it is, its scores, labels, settings, training, usage."""
+          base: str | None, dataset: str | None, kind: str | None) -> str:
+    """The card's text: what it is, its scores, labels, settings, training, usage (``repo``
+    and ``base`` are Hub names, checked; every value from the records is shown inert)."""
     on = f"[{base}](https://huggingface.co/{base})" if base \
-        else f"`{_shown(config.model)}` (a local model)"
+        else f"{shown_code(_shown(config.model))} (a local model)"
     lines = [f"# {repo}", "",
              f"A [seqrep](https://pypi.org/project/seqrep/) sequence labeler ({config.task}) on "
-             f"{on}, which reads each sentence repeated {config.repetitions + 1} times so a "
-             f"decoder's states see the whole sentence."
-             + (f" Trained on {dataset}." if dataset else ""), ""]
+             f"{on}, which {reads(config, kind)}"
+             + (f" Trained on {shown_code(dataset)}." if dataset else ""), ""]
     scored = [s for s in ("test", "validation") if isinstance(metrics.get(s), dict)]
     if scored:
         lines += ["## Results", "", "| split | " + " | ".join(SCORES[:3]) + " |",
@@ -160,19 +315,21 @@ def _body(repo: str, config: LabelerConfig, saved: dict[str, Any], metrics: dict
                      else "-" for k in SCORES[:3]]
             lines.append(f"| {split} | " + " | ".join(cells) + " |")
         lines.append("")
-    lines += ["## Labels", "", ", ".join(f"`{x}`" for x in config.labels) or "(none)", "",
+    # the line starts with words of the card's own, so no label starts a heading or a list
+    lines += ["## Labels", "", f"{len(config.labels)} labels: "
+              + (", ".join(shown_code(x) for x in config.labels) or "(none)"), "",
               "## Settings", "", "| setting | value |", "|---|---|"]
     values = config.to_dict()
-    lines += [f"| {k} | `{values[k]!r}` |" for k in SETTINGS if k in values]
+    lines += [f"| {k} | {shown_code(repr(values[k]))} |" for k in SETTINGS if k in values]
     lines.append("")
     if saved:
         lines += ["## Training", "", "| setting | value |", "|---|---|"]
-        lines += [f"| {k} | `{_shown(v)!r}` |" for k, v in saved["train"].items()
-                  if v is not None]
-        for key in ("train_seconds", "steps", "train_sentences", "train_tokens",
-                    "validation_source"):
-            if isinstance(metrics.get(key), (int, float, str)):
-                lines.append(f"| {key} | {_shown(metrics[key])} |")
+        lines += [f"| {shown_code(k)} | {shown_code(repr(_shown(v)))} |"
+                  for k, v in saved["train"].items() if v is not None]
+        lines += [f"| {key} | {metrics[key]} |" for key in MEASURED
+                  if metrics.get(key) is not None]
+        if metrics.get("validation_source") is not None:
+            lines.append(f"| validation_source | {shown_code(metrics['validation_source'])} |")
         lines.append("")
     lines += ["## Usage", "", "Command line (`pip install seqrep`):", "", "```bash",
               f'seqrep predict {repo} "Angela Merkel visited Paris."',

@@ -61,7 +61,7 @@ def check_base(run: Path, folder: Path) -> None:
     """Refuse a run that keeps no backbone of its own and was trained on a local base model:
     who loads it from the Hub has no such folder (a Hub base, recorded by id and commit,
     is what they load)."""
-    from seqrep.model.card import hub_base
+    from seqrep.model.card import hub_base, path_is
     from seqrep.model.io import read_config, read_json
 
     config = read_config(folder)
@@ -69,9 +69,9 @@ def check_base(run: Path, folder: Path) -> None:
         return
     record = read_json(folder / "config.json", "a seqrep labeler config")
     if (isinstance(record, dict) and record.get("base") is not None) \
-            or Path(config.model).exists():
+            or path_is(Path(config.model), Path.exists):
         raise ModelError(f"{run}: this {config.finetune} run keeps no backbone of its own and "
-                         f"was trained on the local base model {config.model}, which no one "
+                         f"was trained on the local base model {config.model!r}, which no one "
                          f"loading it from the Hub has; push the base model first and train "
                          f"on its Hub id, or train on a Hub model (or with --finetune full)")
 
@@ -82,13 +82,13 @@ def public_bytes(folder: Path, files: dict[str, Path]) -> dict[str, bytes]:
     recorded commit), a packaged alias or Hub id as it is, and a local folder by its last
     part only (a full fine-tune needs none of it to load; where it lay on the machine that
     trained it is of no use to anyone else, and may say who they are)."""
-    from seqrep.model.card import hub_base
+    from seqrep.model.card import hub_base, path_is
     from seqrep.model.io import read_config, read_json
 
     config = read_config(folder)
     recorded = hub_base(folder)
     name = recorded["hub"] if recorded else config.model if config.model in PACKAGED or (
-        hub_name(config.model) and not Path(config.model).exists()) \
+        hub_name(config.model) and not path_is(Path(config.model), Path.exists)) \
         else Path(config.model).name
     out = {}
     record = read_json(files[CONFIG], "a seqrep labeler config")
@@ -135,14 +135,13 @@ def push(run: str | Path, repo_id: str, *, private: bool = False, revision: str 
         token: a Hub token (default: ``HF_TOKEN`` or the login's).
         card: the README.md to push (default: :func:`seqrep.model.card.model_card`).
     """
-    from seqrep.model.card import model_card
+    from seqrep.model.card import check_folder, model_card
     from seqrep.model.io import model_dir
 
     repo_name(repo_id)
     run = Path(run)
-    if not run.is_dir():
-        raise ModelError(f"{run} does not exist; expected a local run folder or a saved "
-                         f"labeler (push publishes a folder)")
+    check_folder(run, "expected a local run folder or a saved labeler (push publishes a "
+                      "folder)")
     folder = model_dir(run)
     check_base(run, folder)
     files: dict[str, Path | bytes] = {**upload_files(folder)}
