@@ -109,7 +109,8 @@ def test_a_pushed_adapter_names_its_base_by_id_and_commit_and_no_path(hub, bases
     record = json.loads(files["config.json"])
     assert record["base"] == {"hub": BASE, "revision": FIRST}
     assert record["labeler"]["model"] == BASE
-    assert json.loads(files["adapter/adapter_config.json"])["base_model_name_or_path"] == BASE
+    adapter = json.loads(files["adapter/adapter_config.json"])
+    assert (adapter["base_model_name_or_path"], adapter["revision"]) == (BASE, FIRST)
     # what was pushed loads from the cache on the pinned base, as the folder does
     lay_out_cache(hub, "acme/tiny-lora", files, commit="4" * 40)
     assert all(torch.equal(a, b) for a, b in zip(_logits(folder), _logits("acme/tiny-lora")))
