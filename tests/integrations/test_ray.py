@@ -153,9 +153,8 @@ def test_the_command_writes_jsonl_and_parquet_and_resumes(
         ray_runtime: None, labeler_dir: Path, corpus: tuple, tmp_path: Path,
         capsys: pytest.CaptureFixture) -> None:
     from seqrep.config import InferenceConfig
-    from seqrep.fileio import write_json
+    from seqrep.integrations.ray import predict_with_ray
     from seqrep.records import read_parquet_records
-    from seqrep.stream import prepare, run_identity
 
     source, expected = corpus
     out = tmp_path / "out.jsonl"
@@ -168,16 +167,24 @@ def test_the_command_writes_jsonl_and_parquet_and_resumes(
     assert cli(capsys, "predict", str(labeler_dir), "--input", str(source), "--output",
                str(pq), "--engine", "ray", "--actors", "2")[0] == 0
     assert read_parquet_records(pq) == expected
-    # a partial output cut inside document doc30 (lines 307-310) with a torn last line
+    # a run stopped after its first 512 records, its partial output then cut inside
+    # document doc30 (lines 307-310) with a torn last line (rewritten in place: seqrep
+    # resumes only the very file it made)
     again = tmp_path / "again.jsonl"
-    s = InferenceConfig()
-    plan = prepare(source, again, run_identity(labeler_dir, runtime=s.runtime,
-                                               precision=s.precision, decoding=s.decoding,
-                                               words=False))
-    write_json(again.with_name("again.jsonl.partial.json"), plan.made_from)
-    lines = out.read_bytes().split(b"\n")
-    again.with_name("again.jsonl.partial").write_bytes(b"\n".join(lines[:308]) + b"\n"
-                                                       + lines[308][:7])
+
+    def stop(done: int, total: int) -> None:
+        if done >= 512:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        predict_with_ray(labeler_dir, source, again, InferenceConfig(), actors=2,
+                         progress=stop)
+    partial = again.with_name("again.jsonl.partial")
+    lines = partial.read_bytes().split(b"\n")
+    assert len(lines) > 309
+    with open(partial, "r+b") as f:
+        f.write(b"\n".join(lines[:308]) + b"\n" + lines[308][:7])
+        f.truncate()
     code, _, err = cli(capsys, "predict", str(labeler_dir), "--input", str(source),
                        "--output", str(again), "--engine", "ray", "--actors", "2")
     assert code == 0, err
