@@ -101,9 +101,11 @@ def pushed(run, tmp_path_factory) -> dict[str, bytes]:
 def repository(run: Path) -> dict[str, bytes]:
     """What a pushed repository holds: ``best/``'s files and a card (made here, so that the
     loading tests do not depend on push; the push test checks push commits the same)."""
-    best = run / "best"
+    from seqrep.files.owner import MANIFEST
+
+    best = run / "best"  # seqrep's list of what it wrote there is no labeler file: not pushed
     files = {p.relative_to(best).as_posix(): p.read_bytes()
-             for p in best.rglob("*") if p.is_file()}
+             for p in best.rglob("*") if p.is_file() and p.name != MANIFEST}
     return {**files, "README.md": b"---\nlibrary_name: seqrep\n---\n# a labeler\n"}
 
 

@@ -7,9 +7,11 @@ is set), and leaves a local path as it is, so the loaders behind it see a folder
 and make the same checks as for any folder (:mod:`seqrep.model.io`, :mod:`seqrep.model.checks`).
 
 A repository is written by anyone, and a cache can be edited by anything that runs as the
-user, so before a loader reads it the snapshot itself is checked: only the files a labeler
+user, so the cache's folder of the repository is checked before huggingface_hub reads it, and
+the snapshot it returns after (:mod:`seqrep.model.hub_cache`: refs, links, FIFOs, devices);
+before a loader reads it the snapshot itself is checked: only the files a labeler
 holds (:data:`ALLOW_PATTERNS`, which is also all that is downloaded), each entry a file or a
-link into the repository's own ``blobs/`` (no link leaving the cache), every
+link into the repository's own real ``blobs/`` (no link leaving the cache), every
 ``.safetensors`` file a safetensors file (not a pickle under its name), no settings file
 asking for code (``auto_map``), and the files every labeler has. Each refusal is one
 :class:`~seqrep.errors.ModelError` line naming the entry.
@@ -26,6 +28,13 @@ from pathlib import Path
 from seqrep import fileio
 from seqrep.errors import ConfigError, ModelError, first_line
 from seqrep.model.checks import MAX_SETTINGS_BYTES, SETTINGS_FILES
+from seqrep.model.hub_cache import (
+    COMMIT,
+    cached_commit,
+    check_entries,
+    check_repo,
+    check_returned,
+)
 
 # What a labeler folder holds (seqrep.model.io's layout) and the card: all that is downloaded,
 # and all a snapshot may hold. No code (.py), no pickles (.bin, .pt, .pkl), no ONNX graphs.
@@ -42,7 +51,6 @@ REQUIRED = ("config.json", "head.safetensors", "tokenizer")
 # another layout (Mistral's consolidated.safetensors).
 BASE_PATTERNS = ["*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "*.tiktoken"]
 BASE_IGNORE = ["*/*", "consolidated*"]
-COMMIT = re.compile(r"[0-9a-f]{40}")
 MAX_ENTRIES = 256  # a labeler has about ten files; sharded backbones a few dozen
 MAX_HEADER = 100_000_000  # a safetensors header is JSON of the tensor names: far smaller
 
@@ -50,6 +58,7 @@ MAX_HEADER = 100_000_000  # a safetensors header is JSON of the tensor names: fa
 # huggingface_hub.utils.validate_repo_id accepts them; a revision after '@' is a branch, tag,
 # commit hash or refs/pr/N
 _PART = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}"
+_REVISION = re.compile(r"[A-Za-z0-9_.-][A-Za-z0-9_./-]{0,199}")
 _NAME = re.compile(rf"({_PART}/{_PART})(?:@([A-Za-z0-9_./-]{{1,200}}))?")
 
 
@@ -121,12 +130,26 @@ def download(repo_id: str, revision: str | None, typed: str | None = None,
 
     rev = revision or "main"
     name = f"{repo_id}@{rev}"
-    cache = constants.HF_HUB_CACHE
+    if not _REVISION.fullmatch(rev) or ".." in rev or "//" in rev or rev.endswith("/"):
+        raise ConfigError(f"{name}: revision {rev!r} is no branch, tag or commit name")
+    # by real path, as huggingface_hub takes it (the cache root may be a link elsewhere)
+    cache = Path(constants.HF_HUB_CACHE).expanduser().resolve()
     local_only = offline()
     kind = "base model" if base else "model"
     expected = "a local folder or org/name" if base else "a run folder or org/name"
+    why = "HF_HUB_OFFLINE is set" if local_only else "the Hugging Face Hub could not be reached"
+    missing = (f"{typed or name} does not exist as a folder here, and {why}, and the "
+               f"huggingface_hub cache {cache} has no snapshot of the Hub model "
+               f"{repo_id} at revision {rev!r}; expected a {'local' if base else 'run'} "
+               f"folder, or a {kind} downloaded before")
+    # the cache is checked before huggingface_hub reads a ref or a listing of it, and offline
+    # the ref is read here (bounded, no link): huggingface_hub is given the commit
+    check_repo(cache, repo_id, name)
+    commit = cached_commit(cache, repo_id, rev, name) if local_only else None
+    if local_only and commit is None:
+        raise ModelError(missing)
     try:
-        folder = snapshot_download(repo_id, revision=revision,
+        folder = snapshot_download(repo_id, revision=commit or revision, cache_dir=str(cache),
                                    allow_patterns=BASE_PATTERNS if base else ALLOW_PATTERNS,
                                    ignore_patterns=BASE_IGNORE if base else None,
                                    local_files_only=local_only)
@@ -141,16 +164,14 @@ def download(repo_id: str, revision: str | None, typed: str | None = None,
         raise ModelError(f"{name}: the cached snapshot in {cache} is incomplete; download it "
                          f"again with the Hub in reach (HF_HUB_OFFLINE unset)") from None
     except LocalEntryNotFoundError:
-        why = ("HF_HUB_OFFLINE is set" if local_only
-               else "the Hugging Face Hub could not be reached")
-        raise ModelError(f"{typed or name} does not exist as a folder here, and {why}, and "
-                         f"the huggingface_hub cache {cache} has no snapshot of the Hub model "
-                         f"{repo_id} at revision {rev!r}; expected a {'local' if base else 'run'} "
-                         f"folder, or a {kind} downloaded before") from None
+        raise ModelError(missing) from None
     except (HfHubHTTPError, OSError, ValueError) as err:
         raise ModelError(f"{name}: could not download it from the Hugging Face Hub "
                          f"({first_line(err)})") from None
-    return Path(folder)
+    snapshot = check_returned(folder, cache, repo_id, commit, name)
+    if base:
+        check_entries(snapshot, name)
+    return snapshot
 
 
 def base_snapshot(name: str, revision: str | None = None) -> tuple[Path, str, str] | None:
@@ -163,7 +184,10 @@ def base_snapshot(name: str, revision: str | None = None) -> tuple[Path, str, st
     path = Path(name)
     if path.exists() or path.is_symlink():
         found = snapshot_of(path)
-        return None if found is None else (path, *found)
+        if found is None:
+            return None
+        check_entries(path, name)
+        return (path, *found)
     parsed = hub_name(name)
     if parsed is None or parsed[1] is not None:
         return None
@@ -187,14 +211,18 @@ def snapshot_of(path: Path) -> tuple[str, str] | None:
 def check_snapshot(snapshot: Path, name: str) -> None:
     """Refuse, in one line, a snapshot holding anything but a labeler's files (see the module
     docstring): checked before any loader opens a file of it."""
-    blobs = (snapshot.parent.parent / "blobs").resolve()
-    found = _entries(snapshot, snapshot, blobs, name)
+    files = check_entries(snapshot, name, max_entries=MAX_ENTRIES, max_depth=1)
+    for rel in files:
+        if not any(fnmatch.fnmatchcase(rel, p) for p in ALLOW_PATTERNS):
+            raise ModelError(f"{name}: {rel} is not a file a seqrep labeler holds (expected "
+                             f"only {', '.join(ALLOW_PATTERNS)}); refused")
+    found = set(files) | {rel.split("/")[0] for rel in files}
     for required in REQUIRED:
         if required not in found:
             raise ModelError(f"{name}: the snapshot {snapshot} has no {required}; every seqrep "
                              f"labeler holds it (an incomplete download or an edited cache: "
                              f"download it again)")
-    for rel in found:
+    for rel in files:
         path = snapshot / rel
         if rel.endswith(".safetensors"):
             _check_safetensors(path, name, rel)
@@ -204,34 +232,6 @@ def check_snapshot(snapshot: Path, name: str) -> None:
             if isinstance(data, dict) and "auto_map" in data:
                 raise ModelError(f"{name}: {rel} has an auto_map (code to run from the "
                                  f"repository); seqrep loads no code from the Hub")
-
-
-def _entries(folder: Path, snapshot: Path, blobs: Path, name: str) -> set[str]:
-    """The snapshot's files and folders, relative (``tokenizer``, ``tokenizer/vocab.json``),
-    each checked to be a labeler's file that is a regular file or a link into ``blobs``."""
-    found: set[str] = set()
-    for entry in sorted(folder.iterdir()):
-        rel = entry.relative_to(snapshot).as_posix()
-        if len(found) >= MAX_ENTRIES:
-            raise ModelError(f"{name}: the snapshot holds more than {MAX_ENTRIES} entries; a "
-                             f"labeler holds a few dozen at most")
-        if entry.is_symlink():
-            target = entry.resolve()
-            if not (target.is_relative_to(blobs) and target.is_file()):
-                raise ModelError(f"{name}: {rel} links to {target}, outside the repository's "
-                                 f"files in the cache ({blobs}); refused")
-        elif entry.is_dir() and folder == snapshot:
-            found.add(rel)
-            found |= _entries(entry, snapshot, blobs, name)
-            continue
-        elif not entry.is_file():
-            raise ModelError(f"{name}: {rel} is not a regular file (a device, pipe or a "
-                             f"folder too deep); a labeler holds files only")
-        if not any(fnmatch.fnmatchcase(rel, p) for p in ALLOW_PATTERNS):
-            raise ModelError(f"{name}: {rel} is not a file a seqrep labeler holds (expected "
-                             f"only {', '.join(ALLOW_PATTERNS)}); refused")
-        found.add(rel)
-    return found
 
 
 def _check_safetensors(path: Path, name: str, rel: str) -> None:
