@@ -356,7 +356,7 @@ def test_an_actor_killed_mid_run_loses_or_repeats_no_record(
         time.sleep(0.05)
     # Ray names an actor's process after its class (no dashboard here for the state API)
     victims = [p.pid for p in psutil.process_iter(["cmdline"])
-               if "MapWorker(MapBatches(SeqrepLabeler))" in " ".join(p.info["cmdline"] or [])]
+               if "ray::SeqrepChunkActor" in " ".join(p.info["cmdline"] or [])]
     assert victims, "no labeling actor alive to kill"
     os.kill(victims[0], signal.SIGKILL)
     worker.join(300)

@@ -15,15 +15,16 @@ A batch holds either one text per row (a ``text`` column of strings, or a ``word
 of word lists, and an optional ``doc_id`` column) or one *chunk* per row (a ``chunk`` column,
 :func:`chunk_rows`). Ray Data cuts batches by row count, so a document's rows can land in two
 batches; to keep documents whole, make one row per chunk of whole documents with
-:func:`chunk_rows` (what ``seqrep predict --engine ray`` does): a chunk is consecutive input
-records that never ends inside a run of one ``doc_id``, so every document reaches one actor
-in one call, as in ``seqrep predict``.
+:func:`chunk_rows`: a chunk is consecutive input records that never ends inside a run of one
+``doc_id``, so every document reaches one actor in one call, as in ``seqrep predict``.
 
 ``seqrep predict RUN --engine ray --input IN --output OUT [--actors N] [--address ADDR]``
 runs :func:`label_chunks` under :func:`seqrep.stream.predict_file`: the same checks,
-``OUT.partial`` resumption and records as the local engine, with the labeling done by N
-actors. Without ``--address`` (or ``RAY_ADDRESS``) ``ray.init`` starts a Ray runtime on this
-machine; with one it joins that cluster.
+``OUT.partial`` resumption, chunks and records as the local engine, with the labeling done by
+N Ray actors (:class:`SeqrepChunkActor`) to which the chunks are handed as they are read, a
+few per actor at a time, so the driver's memory stays bounded whatever the input's length.
+Without ``--address`` (or ``RAY_ADDRESS``) ``ray.init`` starts a Ray runtime on this machine;
+with one it joins that cluster.
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator, Sequence
+import socket
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,14 +101,13 @@ class SeqrepLabeler:
                            s.batch_size)
 
     def __call__(self, batch: Any) -> dict[str, Any]:
-        """``chunk`` rows -> ``first_line`` and ``records`` (a JSON list of a chunk's
-        records); text rows -> the batch's columns with ``record`` (the JSON line
-        ``seqrep predict`` writes) and ``spans`` (its spans, as JSON)."""
+        """``chunk`` rows -> ``records`` (a JSON list of a chunk's records); text rows ->
+        the batch's columns with ``record`` (the JSON line ``seqrep predict`` writes) and
+        ``spans`` (its spans, as JSON)."""
         chunks = _column(batch, "chunk")
         if chunks is not None:
             items = [json.loads(c) for c in chunks]
-            return {"first_line": [it[0][0] if it else 0 for it in items],
-                    "records": [json.dumps(self.label(it), ensure_ascii=False)
+            return {"records": [json.dumps(self.label(it), ensure_ascii=False)
                                 for it in items]}
         text_column, words_column, doc_column = self.columns
         texts, words = _column(batch, text_column), _column(batch, words_column)
@@ -144,23 +147,51 @@ def _actor_cpus() -> int | None:
     return max(1, int(cpus)) if cpus else None
 
 
+class SeqrepChunkActor:
+    """The actor of ``seqrep predict --engine ray``: labels whole chunks of
+    :func:`seqrep.inputs.read_records` items. It loads its :class:`SeqrepLabeler` on first
+    use, so a labeler that cannot load comes back from a method call as that error (a
+    creation error would reach the driver as text only), and an actor Ray restarts after a
+    crash loads it again for the task Ray retries."""
+
+    def __init__(self, run: str, settings: InferenceConfig) -> None:
+        self.run, self.settings = run, settings
+        self.labeler: SeqrepLabeler | None = None
+
+    def _loaded(self) -> SeqrepLabeler:
+        if self.labeler is None:
+            self.labeler = SeqrepLabeler(self.run, self.settings)
+        return self.labeler
+
+    def documents(self) -> bool:
+        """Whether the labeler reads documents (its chunks must keep them whole)."""
+        from seqrep.contexts import labeler_context
+
+        return labeler_context(self._loaded().labeler).documents
+
+    def label(self, items: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+        """Records of ``(line, text, pretokenized, doc_id)`` items, in their order."""
+        return self._loaded().label(items)
+
+
 def start(address: str | None = None, num_cpus: int | None = None) -> None:
     """Start Ray on this machine, or join the cluster at ``address`` (or ``RAY_ADDRESS``);
-    a no-op when Ray is already initialised. An address that cannot be reached is one line.
+    with Ray already initialised, only the address is checked. An address where no Ray
+    cluster's head answers is one line, within seconds.
 
     Raises:
         RayError: naming the address.
     """
     import ray
 
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address and address != "auto" and "://" not in address:
+        _reachable(address)  # ray.init retries an address without Ray for many minutes
     if ray.is_initialized():
         return
-    address = address or os.environ.get("RAY_ADDRESS") or None
     logging.getLogger("ray").setLevel(logging.WARNING)
     kw: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
                               logging_level=logging.WARNING)
-    if address and address != "auto" and "://" not in address:
-        _reachable(address)  # ray.init retries an unreachable address for many minutes
     try:
         if address:
             ray.init(address=address, **kw)
@@ -173,71 +204,141 @@ def start(address: str | None = None, num_cpus: int | None = None) -> None:
         raise RayError(f"could not start or join {where}: {first_line(err)[:200]}") from None
 
 
+# HTTP/2's client connection preface and an empty SETTINGS frame: a gRPC server (a Ray
+# cluster's GCS, unless RAY_USE_TLS) answers with its own SETTINGS frame (type 4, stream 0)
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
 def _reachable(address: str, timeout: float = 5.0) -> None:
-    """Refuse at once a ``host:port`` cluster address nothing listens on.
+    """Refuse within ``timeout`` seconds (twice that at most) a ``host:port`` cluster address
+    where nothing listens, or where what listens does not speak gRPC as a Ray cluster's head
+    (GCS) does: a silent server, a web server, a server that hangs up.
 
     Raises:
         RayError: naming the address.
     """
-    import socket
-
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise RayError(f"--address {address!r}; expected HOST:PORT of a Ray cluster's head")
     try:
-        socket.create_connection((host, int(port)), timeout=timeout).close()
+        conn = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
     except OSError as err:
         raise RayError(f"could not join the Ray cluster at {address}: nothing answers there "
                        f"({err.strerror or type(err).__name__})") from None
+    if os.environ.get("RAY_USE_TLS", "0").lower() not in ("0", "", "false"):
+        conn.close()  # TLS first: a preface in the clear would be refused by a real head
+        return
+    head, end, closed = b"", time.monotonic() + timeout, False
+    try:
+        with conn:
+            conn.sendall(_H2_PREFACE)
+            while len(head) < 9 and (left := end - time.monotonic()) > 0:
+                conn.settimeout(left)
+                if not (got := conn.recv(9 - len(head))):
+                    closed = True
+                    break
+                head += got
+    except TimeoutError:
+        pass
+    except OSError:  # reset
+        closed = True
+    if len(head) < 9 or head[3] != 4:
+        what = (f"it answered {head!r}" if head else "it hung up" if closed
+                else f"no answer in {timeout:g} s")
+        raise RayError(f"could not join the Ray cluster at {address}: what listens there is "
+                       f"no Ray cluster's head (a gRPC server): {what}")
+
+
+IN_FLIGHT = 2  # chunks handed to each actor ahead of the records awaited
 
 
 def label_chunks(run: str | Path, settings: InferenceConfig, actors: int = 1,
-                 cpus_per_actor: float = 1, gpus_per_actor: float = 0
-                 ) -> Any:
+                 cpus_per_actor: float = 1, gpus_per_actor: float = 0,
+                 chunk: int | None = None
+                 ) -> Callable[[Iterator[list[tuple[Any, ...]]]],
+                               Iterator[list[dict[str, Any]]]]:
     """An engine for :func:`seqrep.stream.predict_file`: a function from an iterator of
     chunks to their records, chunk by chunk in input order, labeled by ``actors``
-    :class:`SeqrepLabeler` actors through ``map_batches`` (Ray started or joined first with
-    :func:`start`).
+    :class:`SeqrepChunkActor` actors (Ray started or joined first with :func:`start`).
+
+    The chunks are read as the actors take them: at most ``IN_FLIGHT`` per actor are
+    submitted ahead of the records awaited, so the driver holds a fixed number of chunks. A
+    labeler that reads sentences alone gets the local engine's chunks, ``chunk`` texts each
+    (default :data:`seqrep.stream.CHUNK`), not the document-whole chunks ``predict_file``
+    gives an engine: a batch's other texts move scores (bf16 most), so the same chunks are
+    what make the records the same.
 
     Raises:
-        RayError: an actor died or failed (its error's first line), or Ray stopped.
+        RayError: an actor failed (its error's first line: a seqrep error's own message),
+            died and could not be restarted, or Ray stopped.
     """
     import ray
 
+    from seqrep.inputs import chunks
+    from seqrep.stream import CHUNK
+
     def label(pieces: Iterator[list[tuple[Any, ...]]]) -> Iterator[list[dict[str, Any]]]:
-        rows = chunk_rows(pieces)
-        if not rows:
+        first = next(pieces, None)
+        if first is None:
             return
-        context = ray.data.DataContext.get_current()
-        context.execution_options.preserve_order = True  # records in input order
-        context.enable_progress_bars = False
-        ds = ray.data.from_items(rows, override_num_blocks=min(len(rows), 64 * actors))
-        out = ds.map_batches(SeqrepLabeler, fn_constructor_kwargs={
-            "run": str(run), "settings": settings}, batch_size=1,
-            compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=cpus_per_actor,
-            num_gpus=gpus_per_actor)
+        pieces = _chained(first, pieces)
+        actor = ray.remote(SeqrepChunkActor).options(
+            num_cpus=cpus_per_actor, num_gpus=gpus_per_actor, max_restarts=2,
+            max_task_retries=2)  # a crashed actor restarts; its chunks are labeled again
+        pool = [actor.remote(str(run), settings) for _ in range(actors)]
         try:
-            for row in out.iter_rows():
-                yield json.loads(row["records"])
-        except ray.exceptions.RayError as err:
-            raise RayError(f"the Ray labeling stopped: {_cause(err)}") from None
+            if not _get(pool[0].documents.remote()):
+                pieces = chunks((it for piece in pieces for it in piece), chunk or CHUNK)
+            pending: deque[Any] = deque()
+            for n, items in enumerate(pieces):
+                pending.append(pool[n % actors].label.remote(items))
+                if len(pending) >= IN_FLIGHT * actors:
+                    yield _get(pending.popleft())
+            while pending:
+                yield _get(pending.popleft())
+        finally:
+            for a in pool:
+                try:
+                    ray.kill(a)
+                except Exception:  # noqa: BLE001 - Ray already stopped: nothing to free
+                    pass
 
     return label
 
 
+def _chained(first: list[tuple[Any, ...]], rest: Iterator[list[tuple[Any, ...]]]
+             ) -> Iterator[list[tuple[Any, ...]]]:
+    yield first
+    yield from rest
+
+
+def _get(ref: Any) -> Any:
+    """``ray.get(ref)``; a failure as one :class:`RayError` line."""
+    import ray
+
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayError as err:
+        raise RayError(f"the Ray labeling stopped: {_cause(err)}") from None
+
+
 def _cause(err: BaseException) -> str:
-    """The first line of what went wrong inside Ray (a seqrep error raised in an actor keeps
-    its own message)."""
+    """The first line of what went wrong inside Ray: the error an actor raised (Ray's
+    ``RayTaskError.cause``, else the exception's own ``__cause__``), a seqrep error as its
+    own message, any other with its type's name."""
     from seqrep.errors import first_line
 
-    cause = getattr(err, "cause", None)
-    if isinstance(cause, BaseException) and cause is not err:
-        return _cause(cause)
+    seen = {id(err)}
+    while True:
+        cause = getattr(err, "cause", None)
+        if not isinstance(cause, BaseException):
+            cause = err.__cause__
+        if cause is None or id(cause) in seen:
+            break
+        seen.add(id(cause))
+        err = cause
     text = first_line(err)
-    for line in str(err).splitlines():  # a task error's message ends with the remote one
-        if line.startswith(("seqrep.errors.", "ConfigError", "DataError", "ModelError")):
-            text = line
-    return text[:300]
+    return (text if isinstance(err, SeqrepError) else f"{type(err).__name__}: {text}")[:300]
 
 
 def predict_with_ray(run: str | Path, source: Path, output: Path, settings: InferenceConfig,
