@@ -42,11 +42,15 @@ def repo_name(repo_id: str) -> str:
 def upload_files(folder: Path) -> dict[str, Path]:
     """The labeler folder's files by their path in the repository, each a regular file of a
     kind a labeler holds (a link, a device or a stray file is one line, not an upload); the
-    card peft writes beside an adapter is left out (it names the base by its local path)."""
+    card peft writes beside an adapter is left out (it names the base by its local path), and
+    so is the list of the files seqrep wrote (:data:`seqrep.files.owner.MANIFEST`: the
+    folder's own bookkeeping, not the labeler's)."""
+    from seqrep.files.owner import MANIFEST
+
     files: dict[str, Path] = {}
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder).as_posix()
-        if (path.is_dir() and not path.is_symlink()) or rel == PEFT_CARD:
+        if (path.is_dir() and not path.is_symlink()) or rel in (PEFT_CARD, MANIFEST):
             continue
         if path.is_symlink() or not path.is_file():
             raise ModelError(f"{path}: not a regular file; push uploads a labeler's files only")
