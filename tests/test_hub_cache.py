@@ -22,8 +22,6 @@ from pathlib import Path
 
 import pytest
 from hubcache import COMMIT, lay_out_cache, use_cache
-from inprocess import seqrep
-from support import write_corpus
 
 REPO = "acme/x"
 OTHER = "fedcba9876543210fedcba9876543210fedcba98"
@@ -406,21 +404,3 @@ def test_a_revision_that_is_a_path_is_refused(tmp_path, monkeypatch) -> None:
     with pytest.raises(ConfigError, match="no branch, tag or commit"):
         resolve(REPO, revision="../../../ref")
 
-
-@pytest.mark.parametrize("command", ["predict", "train"])
-def test_a_fifo_ref_is_one_line_for_predict_and_train(command, tmp_path, monkeypatch) -> None:
-    """huggingface_hub read ``refs/main`` before seqrep looked at the snapshot: a FIFO there
-    blocked ``predict`` and ``train --model`` for ever."""
-    lay_out_cache(tmp_path / "hf", REPO, FILES)
-    _replace(_repo(tmp_path / "hf") / "refs" / "main", fifo=True)
-    use_cache(tmp_path / "hf", monkeypatch)
-    out = tmp_path / "run"
-    args = (["predict", REPO, "Obama visited Paris ."] if command == "predict" else
-            ["train", "--model", REPO, "--finetune", "lora", "--dataset",
-             str(write_corpus(tmp_path / "train.txt", 4)), "--test-split", "",
-             "--max-steps", "1", "-o", str(out)])
-    ran, error = bounded(lambda: seqrep(*args), tmp_path, cap=False)
-    assert error is None, repr(error)
-    lines = ran.stderr.strip().splitlines()
-    assert ran.returncode == 2 and len(lines) == 1 and "refs/main" in lines[0], ran.stderr
-    assert "FIFO" in lines[0] and not out.exists()

@@ -268,8 +268,14 @@ def labeler_identity(labeler: Any, **settings: Any) -> dict[str, Any]:
 def run_identity(run: Path, **settings: Any) -> dict[str, Any]:
     """A run folder's identity without loading it: its path and the size and modification
     time of its weight and config files (a training checkpoint apart), with ``settings``
-    (runtime, precision, decoding)."""
-    run = Path(run)
+    (runtime, precision, decoding). A labeler named on the Hugging Face Hub (``org/name``)
+    is its snapshot (:func:`seqrep.model.hub.resolve`), and a snapshot names its repository
+    and commit: a branch moved to another commit is another labeler."""
+    from seqrep.model.hub import resolve, snapshot_of
+
+    run = resolve(run)
+    hub = snapshot_of(run) if run.is_dir() else None
+    pinned = {} if hub is None else {"hub": {"repo": hub[0], "commit": hub[1]}}
     files = []
     if run.is_dir():
         for f in sorted(run.rglob("*")):
@@ -279,7 +285,7 @@ def run_identity(run: Path, **settings: Any) -> dict[str, Any]:
                     and f.is_file():
                 st = f.stat()
                 files.append([str(rel), st.st_size, st.st_mtime_ns])
-    return {"run": str(run.resolve()), "files": files[:1000], **settings}
+    return {"run": str(run.resolve()), "files": files[:1000], **pinned, **settings}
 
 
 def complete_lines(path: Path) -> int:

@@ -195,15 +195,21 @@ def _predict_to_file(run: Path, input: Path, output: Path, settings: InferenceCo
     from accelerate import PartialState
 
     from seqrep.model.device import ran_on_line
+    from seqrep.model.hub import resolve, snapshot_of
     from seqrep.stream import predict_file, prepare, run_identity, stderr_progress
 
+    # a Hub name is resolved once, here: the partial output's identity names the snapshot's
+    # commit, and the labeler loaded is that snapshot even if the branch moves meanwhile
+    run = resolve(run)
+    hub = snapshot_of(run)
     # RANK: set by torchrun / accelerate launch; only their main process handles OUT.partial
     plan = prepare(input, output, run_identity(run, runtime=settings.runtime,
                                                precision=settings.precision,
                                                decoding=settings.decoding, words=words),
                    overwrite, main=os.environ.get("RANK", "0") == "0")
-    if engine[0] == "ray":
-        _predict_with_ray(run, input, output, settings, words, overwrite, plan, engine)
+    if engine[0] == "ray":  # each actor resolves the name itself: to the same commit
+        _predict_with_ray(run if hub is None else Path(f"{hub[0]}@{hub[1]}"), input, output,
+                          settings, words, overwrite, plan, engine)
         return
     labeler = _loaded(run, settings, say=False)
     state = PartialState(cpu=labeler.placement.device.type == "cpu")
