@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 import torch
 
 from seqrep.errors import ConfigError
+from seqrep.model.casts import WeightCasts  # noqa: F401 - where it was first
 from seqrep.runtimes import PRECISIONS, RUNTIMES
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -185,46 +185,6 @@ class Placement:
             return
         with torch.autocast(self.device.type, dtype=DTYPES[self.precision]):
             yield
-
-
-class WeightCasts:
-    """Inference copies of a module's ``nn.Linear`` weights in the autocast dtype.
-
-    Autocast casts each Linear's fp32 weight at every call: for Gemma-3-270m cut at 11 layers,
-    61 M parameters read and written again for every batch, a quarter of the labeling time on
-    a CPU with AMX (torch's profiler: ``aten::copy_`` 24%, ``aten::mm`` 36%). Cast once and
-    kept here, the numbers are the same (autocast's own cast of the same weight), and a copy
-    is made again when its weight changes (in place, as an optimizer's step does, or
-    replaced). Only exact ``nn.Linear`` modules: quantized subclasses (bitsandbytes) keep
-    their own kernels. The copies cost half the fp32 weights' memory again.
-    """
-
-    def __init__(self) -> None:
-        self._copies: dict[str, tuple[tuple[int, int, torch.dtype], torch.Tensor]] = {}
-        self.lock = threading.Lock()  # held by the caller around a pass that swaps them in
-
-    def _cast(self, key: str, tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        copy = tensor.detach().to(dtype)
-        self._copies[key] = ((tensor._version, tensor.data_ptr(), dtype), copy)
-        return copy
-
-    def tensors(self, module: torch.nn.Module, dtype: torch.dtype) -> dict[str, torch.Tensor]:
-        """``{parameter name: its copy in dtype}`` for the fp32 weights and biases of the
-        module's Linear layers, for ``torch.func.functional_call``."""
-        out = {}
-        for name, m in module.named_modules():
-            if type(m) is not torch.nn.Linear:
-                continue
-            for attr in ("weight", "bias"):
-                tensor = getattr(m, attr)
-                if tensor is None or tensor.dtype != torch.float32:
-                    continue
-                key = f"{name}.{attr}" if name else attr
-                got = self._copies.get(key)
-                stamp = (tensor._version, tensor.data_ptr(), dtype)
-                out[key] = got[1] if got is not None and got[0] == stamp \
-                    else self._cast(key, tensor, dtype)
-        return out
 
 
 def qlora_device() -> str:

@@ -28,7 +28,8 @@ from seqrep.encode.pipeline import Encoder, EncodesSentences, fit_positions, per
 from seqrep.encode.rows import Item
 from seqrep.errors import ConfigError
 from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone
-from seqrep.model.device import DTYPES, Placement, WeightCasts
+from seqrep.model.casts import WeightCasts
+from seqrep.model.device import DTYPES, Placement
 from seqrep.model.exit_layer import cut_layer
 from seqrep.model.head import TokenHead
 from seqrep.model.labeler_config import LabelerConfig
@@ -45,6 +46,9 @@ class SequenceLabeler(EncodesSentences, nn.Module):
 
     def __init__(self, config: LabelerConfig, backbone: Backbone) -> None:
         super().__init__()
+        # bf16 / fp16 inference runs on these casts of the Linear weights (made at the first
+        # inference pass, checked at every one: see refresh_inference_weights)
+        self.inference_weights = WeightCasts()
         info = backbone.info
         # the layer it runs at, not the setting ("2/3", "default"): what a saved labeler records
         self.config = config = config.replace(exit_layer=cut_layer(
@@ -79,11 +83,31 @@ class SequenceLabeler(EncodesSentences, nn.Module):
         """Move to ``device`` and run the backbone under ``precision`` autocast (see
         :mod:`seqrep.model.device`); returns self. Outputs always come back on the CPU."""
         self.placement = Placement.resolve(device, precision)
+        self.inference_weights.clear()
         if getattr(self.backbone, "is_loaded_in_4bit", False):
             self.head.to(self.placement.device)  # a 4-bit base stays where bitsandbytes put it
         else:
             self.to(self.placement.device)
         return self
+
+    def train(self, mode: bool = True) -> SequenceLabeler:
+        """Training mode (``mode``) or eval mode, as ``nn.Module.train``; training mode drops
+        the inference weights (training reads the fp32 weights; the copies would be stale)."""
+        if mode:
+            self.inference_weights.clear()
+        return super().train(mode)
+
+    def refresh_inference_weights(self) -> None:
+        """Cast the inference weights again at the next bf16 / fp16 pass.
+
+        Under bf16 or fp16 the backbone's Linear layers run on copies of their weights made
+        once (:class:`~seqrep.model.casts.WeightCasts`). They are made again by themselves
+        after an optimizer step (fused or not), ``load_state_dict``, peft's merge or unmerge,
+        a replaced parameter, training mode or :meth:`place`, and when a sampled check of each
+        weight differs (an in-place edit of a whole weight). Call this after changing
+        weights by hand in place (through ``.data`` or under ``torch.no_grad()``): an edit of a
+        few entries can escape the sampled check."""
+        self.inference_weights.clear()
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -171,7 +195,7 @@ class SequenceLabeler(EncodesSentences, nn.Module):
                 # functional_call swaps the copies into the shared module for the pass, so
                 # passes from several threads take turns (one could otherwise put back the
                 # copies another swapped in, where the fp32 parameters belong)
-                casts = self.__dict__.setdefault("_weight_casts", WeightCasts())
+                casts = self.inference_weights
                 with casts.lock:
                     out = torch.func.functional_call(
                         self.backbone, casts.tensors(self.backbone, DTYPES[precision]), (),
