@@ -31,9 +31,10 @@ def lay_out_cache(cache: Path, repo_id: str, files: dict[str, bytes], commit: st
 
 
 def folder_files(folder: Path) -> dict[str, bytes]:
-    """A local folder's files by their path in it: what a repository of it holds."""
+    """A local folder's files by their path in it: what a repository of it holds (as
+    ``seqrep push`` uploads it: without the folder's own list of what seqrep wrote)."""
     return {p.relative_to(folder).as_posix(): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".seqrep-files.json"}
 
 
 def use_cache(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -128,16 +128,18 @@ def test_a_partial_record_that_is_a_fifo_is_read_bounded(tmp_path: Path,
                               capture_output=True, text=True, timeout=30)
     except subprocess.TimeoutExpired:
         pytest.fail("prepare blocked reading OUT.partial.json (a FIFO)")
-    # no readable record: refused, or with --overwrite started over
-    want = "accepted" if overwrite else "refused: "
-    assert done.stdout.startswith(want) and done.returncode == 0, done.stdout + done.stderr
+    # no readable record: not seqrep's, so refused, --overwrite or not (never deleted)
+    assert done.stdout.startswith("refused: ") and done.returncode == 0, \
+        done.stdout + done.stderr
+    assert "not written by seqrep" in done.stdout
+    assert (tmp_path / "out.jsonl.partial").exists()
     assert src.read_text(encoding="utf-8") == TEXTS
 
 
 def test_a_partial_output_that_is_no_regular_file_is_refused(tmp_path: Path) -> None:
     """A partial output is truncated and appended to on resume: one that is a FIFO (with a
-    record that matches) is refused before it is opened, even with --overwrite (which would
-    only remove the FIFO when the record differs)."""
+    record that matches) is refused before it is opened, even with --overwrite: the record
+    does not name it (seqrep creates its partial output itself, a regular file)."""
     from seqrep.errors import ConfigError
     from seqrep.fileio import write_json
     from seqrep.stream import prepare
@@ -149,6 +151,6 @@ def test_a_partial_output_that_is_no_regular_file_is_refused(tmp_path: Path) -> 
     write_json(tmp_path / "out.jsonl.partial.json", plan.made_from)
     os.mkfifo(tmp_path / "out.jsonl.partial")
     for overwrite in (False, True):
-        with pytest.raises(ConfigError, match="out.jsonl.partial.*regular file"):
+        with pytest.raises(ConfigError, match="out.jsonl.partial exists and was not written"):
             prepare(src, out, {"labeler": "x"}, overwrite=overwrite)
     assert (tmp_path / "out.jsonl.partial").exists()

@@ -101,7 +101,7 @@ def test_refusal_through_the_cli_keeps_the_previous_export(saved: Path, tmp_path
     before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     wrong_graph(0.05)
     with pytest.raises(SystemExit) as exit_:
-        main(["export", str(saved), "--onnx", str(out)])
+        main(["export", str(saved), "--onnx", str(out), "--overwrite"])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("error: the ONNX graph does not compute what PyTorch does")

@@ -97,6 +97,9 @@ def test_overwrite_keeps_the_old_run_until_the_student_has_loaded(world, tmp_pat
     old = tmp_path / "old-run"
     shutil.copytree(world["teacher"], old)
     (old / "log.jsonl").write_text("{}\n")
+    from seqrep.files import owner
+
+    owner.write_manifest(old, "run")  # a run seqrep wrote whole: --overwrite may replace it
     before = snapshot(old)
     broken = tmp_path / "broken-student"
     shutil.copytree(world["student"], broken)
@@ -111,7 +114,7 @@ def test_overwrite_keeps_the_old_run_until_the_student_has_loaded(world, tmp_pat
     assert code == 0, err
     names = sorted(p.name for p in old.iterdir())
     assert "log.jsonl" not in names or (old / "log.jsonl").read_text() != "{}\n"
-    assert not [n for n in names if n.startswith(".")], names
+    assert not [n for n in names if n.startswith(".") and n != ".seqrep-files.json"], names
     run = json.loads((old / "run.json").read_text())
     assert run["labeler"]["model"] == str(world["student"]) and "distill" in run
 

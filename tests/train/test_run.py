@@ -158,7 +158,7 @@ def test_overwrite_checks_everything_first(tiny, corpus, tmp_path: Path) -> None
     thesis = tmp_path / "thesis"
     thesis.mkdir()
     (thesis / "thesis.txt").write_text("years of work")
-    with pytest.raises(SeqrepError, match="not a seqrep run folder"):
+    with pytest.raises(SeqrepError, match="seqrep did not write it"):
         train(lab, cfg, thesis, overwrite=True, quiet=True)
     assert (thesis / "thesis.txt").read_text() == "years of work"
     a_file = tmp_path / "file.txt"

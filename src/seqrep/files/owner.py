@@ -78,7 +78,7 @@ def read_manifest(root: Path) -> tuple[str, set[str]] | None:
 
 
 def _plain_relative(rel: str) -> bool:
-    parts = rel.split("/")
+    parts = rel[:-1].split("/") if rel.endswith("/") else rel.split("/")  # a folder: name/
     return bool(rel) and not rel.startswith("/") and all(p not in ("", ".", "..")
                                                          for p in parts)
 
@@ -125,7 +125,7 @@ def unowned(root: Path) -> str | None:
 def listed(rel: str, files: set[str]) -> bool:
     """Whether ``rel`` is seqrep's: listed itself, inside a folder listed whole (``name/``),
     or a temporary of a listed name (:func:`_own_temporary`)."""
-    if rel in files or _own_temporary(rel, files):
+    if rel in files or rel + "/" in files or _own_temporary(rel, files):
         return True
     parts = rel.split("/")
     return any("/".join(parts[:i]) + "/" in files for i in range(1, len(parts)))
@@ -209,6 +209,7 @@ def claim(root: Path, kind: str) -> Path:
     root = Path(root)
     if root.is_symlink():
         raise NotOwned(f"{root} is a link; seqrep does not write through links")
+    record(root, folder=True)  # inside another claimed folder: that one owns it whole
     root.mkdir(parents=True, exist_ok=True)
     listed = read_manifest(root)
     files = set() if listed is None else listed[1]

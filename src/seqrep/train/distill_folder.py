@@ -191,12 +191,9 @@ def restore(output: Path, aside: Path | None) -> None:
 
     if aside is None or not aside.is_dir():
         return
-    listed = (owner.read_manifest(output) or ("run", set()))[1]
-    for entry in list(output.iterdir()):
+    for entry in list(output.iterdir()):  # all the new distillation's: start() moved the rest
         if entry == aside or entry.name == owner.MANIFEST:
             continue
-        if not owner.listed(entry.name, listed):
-            continue  # not the new distillation's: left where it is
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry)
         else:

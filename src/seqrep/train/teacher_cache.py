@@ -135,7 +135,9 @@ def check_cache_folder(folder: Path, what: str = "label cache") -> None:
     if not folder.is_dir():
         raise ConfigError(f"{what} {folder}: not a folder; expected a seqrep label cache or a "
                           f"new or empty folder")
-    entries = list(folder.iterdir())
+    from seqrep.files.owner import MANIFEST
+
+    entries = [e for e in folder.iterdir() if e.name != MANIFEST]  # listed what seqrep wrote
     if not entries:
         return
     try:
