@@ -161,7 +161,7 @@ def test_head_loss_and_decoders_stay_fp32_under_a_4bit_base(runs, family: str) -
 def test_run_folder_holds_adapter_and_head_but_no_base(runs, family: str, tiny) -> None:
     best = runs(family).out / "best"
     assert {p.name for p in best.iterdir()} == {"adapter", "config.json", "head.safetensors",
-                                                "tokenizer"}
+                                                "tokenizer", ".seqrep-files.json"}
     weights = sorted(p.relative_to(best).as_posix() for p in best.rglob("*.safetensors"))
     assert weights == ["adapter/adapter_model.safetensors", "head.safetensors"]
     adapter = load_file(str(best / "adapter" / "adapter_model.safetensors"))

@@ -43,7 +43,7 @@ def card(
     The card holds the Hub's metadata (base model, dataset, scores as a model-index), the
     labels, the labeler's settings, the training configuration and time, and usage."""
     from seqrep.model.card import model_card
-    from seqrep.model.publish import repo_name
+    from seqrep.model.hub import repo_name
 
     if repo is not None:
         repo_name(repo)

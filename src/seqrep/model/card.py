@@ -254,8 +254,8 @@ def model_card(run: str | Path, repo_id: str | None = None) -> str:
     examples load that name; default ``ORG/NAME``)."""
     from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+    from seqrep.model.hub import repo_name
     from seqrep.model.io import model_dir, read_config
-    from seqrep.model.publish import repo_name
 
     run = Path(run)
     check_folder(run)

@@ -244,3 +244,12 @@ def _check_safetensors(path: Path, name: str, rel: str) -> None:
     if length is None or not 2 <= length <= min(MAX_HEADER, size - 8) or head[8:9] != b"{":
         raise ModelError(f"{name}: {rel} is not a safetensors file (its header is not one; a "
                          f"pickle under a safetensors name?); seqrep loads safetensors only")
+
+
+def repo_name(repo_id: str) -> str:
+    """``repo_id`` when it is a Hub model name ``ORG/NAME``, else one line saying so."""
+    parsed = hub_name(repo_id)
+    if parsed is None or parsed[1] is not None:
+        raise ConfigError(f"{repo_id!r}: not a Hugging Face Hub model name; expected ORG/NAME "
+                          f"(letters, digits, '-', '_' and '.'; a branch goes in --revision)")
+    return repo_id

@@ -20,7 +20,7 @@ from typing import Any
 
 import seqrep
 from seqrep.errors import ConfigError, ModelError, first_line
-from seqrep.model.hub import ALLOW_PATTERNS, hub_name
+from seqrep.model.hub import ALLOW_PATTERNS, hub_name, repo_name
 from seqrep.model.packaged import PACKAGED
 from seqrep.model.tuning import MODES
 
@@ -28,15 +28,6 @@ CARD = "README.md"
 PEFT_CARD = "adapter/README.md"
 # the records that name the base model: rewritten as uploaded, so no local path leaves
 CONFIG, ADAPTER_CONFIG = "config.json", "adapter/adapter_config.json"
-
-
-def repo_name(repo_id: str) -> str:
-    """``repo_id`` when it is a Hub model name ``ORG/NAME``, else one line saying so."""
-    parsed = hub_name(repo_id)
-    if parsed is None or parsed[1] is not None:
-        raise ConfigError(f"{repo_id!r}: not a Hugging Face Hub model name; expected ORG/NAME "
-                          f"(letters, digits, '-', '_' and '.'; a branch goes in --revision)")
-    return repo_id
 
 
 def upload_files(folder: Path) -> dict[str, Path]:
