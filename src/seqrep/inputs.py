@@ -3,8 +3,11 @@ per line with ``"text"`` (raw text) or ``"words"`` (a list of words), and option
 ``"doc_id"`` (a string or null, as in a JSONL dataset): consecutive lines with the same
 ``doc_id`` are one document, labeled together by a labeler with document context. A
 ``.parquet`` file holds the same fields as columns, one row per text; its "lines" are its
-rows, counted from 1. ``seqrep predict --input`` reads its file this way with or without
-``--output``, and with either engine.
+rows, counted from 1. Its columns are checked by type and all its row groups are read once
+before the first row is given, so a column of another type, bytes that are not UTF-8 or a
+corrupt page is one line naming the file and the column or row group before anything is
+labeled. Suffixes are read in any case (``texts.PARQUET``). ``seqrep predict --input`` reads
+its file this way with or without ``--output``, and with either engine.
 """
 
 from __future__ import annotations
@@ -14,7 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from seqrep.errors import DataError
+from seqrep.errors import DataError, first_line
+
+_COLUMNS = ("text", "words", "doc_id")
+_EXPECTED = {"text": "a string per row (the text)", "words": "a list of strings per row "
+             "(the words)", "doc_id": "a string per row (the document) or null"}
+_CHECKED: set[tuple[Any, ...]] = set()  # parquet files whose row groups read whole
 
 
 def read_lines(path: Path, skip: int = 0) -> Iterator[tuple[int, str]]:
@@ -63,40 +71,117 @@ def read_records(path: Path, words: bool = False, skip: int = 0
     ``skip``: a ``.jsonl`` file's records (``"text"`` or ``"words"``, and an optional
     ``"doc_id"``: consecutive lines with the same one are one document), else the line itself
     (no ``doc_id``); ``words`` makes every text pre-tokenized (whitespace-separated words)."""
-    if Path(path).suffix == ".parquet":
+    if is_parquet(path):
         yield from _parquet_records(path, words, skip)
         return
-    jsonl = Path(path).suffix == ".jsonl"
+    jsonl = Path(path).suffix.lower() == ".jsonl"
     for n, line in read_lines(path, skip):
         text, pre, doc = _item(path, n, line, jsonl)
         yield n, text, pre or words, doc
 
 
+def is_parquet(path: Path) -> bool:
+    """Whether a prediction input is a parquet file (its suffix, in any case)."""
+    return Path(path).suffix.lower() == ".parquet"
+
+
+def _string_kind(kind: Any, items: bool = False) -> bool:
+    """An arrow type of strings (or of lists of strings, with ``items``), or nulls."""
+    import pyarrow.types as t
+
+    if items:
+        if not (t.is_list(kind) or t.is_large_list(kind) or t.is_fixed_size_list(kind)
+                or t.is_list_view(kind) or t.is_large_list_view(kind)):
+            return t.is_null(kind)
+        kind = kind.value_type
+    return t.is_string(kind) or t.is_large_string(kind) or t.is_string_view(kind) or \
+        t.is_null(kind)
+
+
 def _parquet_file(path: Path) -> Any:
-    """A parquet file opened with a text or words column, or one line saying why not."""
+    """A parquet file opened with a text or words column, its columns checked by type, or one
+    line saying why not (a FIFO or a device is refused without being opened blocking)."""
     from seqrep.extras import require
 
     require("datasets", "a .parquet input", ("pyarrow",))
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from seqrep.files.reader import map_file
+
+    data = pa.py_buffer(map_file(Path(path), DataError, what="a parquet file"))
     try:
-        f = pq.ParquetFile(path)
-        names = set(f.schema_arrow.names)
+        f = pq.ParquetFile(pa.BufferReader(data))
+        schema = f.schema_arrow
     except (OSError, ValueError) as err:  # pyarrow's ArrowInvalid is a ValueError
         raise DataError(path, f"not a readable parquet file ({str(err)[:120]})") from None
-    if not names & {"text", "words"}:
+    if not set(schema.names) & {"text", "words"}:
         raise DataError(path, f"no \"text\" or \"words\" column (columns: "
-                              f"{', '.join(sorted(names))[:200]}); expected one of them")
+                              f"{', '.join(sorted(schema.names))[:200]}); expected one of them")
+    for name in _COLUMNS:
+        if name in schema.names and not _string_kind(schema.field(name).type, name == "words"):
+            raise DataError(path, f"column \"{name}\" holds {schema.field(name).type}; "
+                                  f"expected {_EXPECTED[name]}")
     return f
 
 
+def _checked_groups(path: Path, f: Any) -> None:
+    """Read every row group once (bounded memory: one at a time) and check its strings are
+    UTF-8, so a corrupt page is refused before the first row is given (and, by
+    :func:`count_records`, before a model loads); once per file and version in a process."""
+    import os
+
+    import pyarrow as pa
+
+    st = os.stat(path)
+    key = (str(Path(path).resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
+    if key in _CHECKED:
+        return
+    columns = [c for c in _COLUMNS if c in f.schema_arrow.names]
+    groups = f.num_row_groups
+    for g in range(groups):
+        try:
+            table = f.read_row_group(g, columns=columns)
+        except (OSError, ValueError, pa.ArrowException) as err:
+            raise DataError(path, f"row group {g + 1} of {groups} cannot be read "
+                                  f"({first_line(err)[:160]}); expected a readable parquet "
+                                  "file") from None
+        for name in columns:
+            try:
+                table.column(name).validate(full=True)
+            except (ValueError, pa.ArrowException) as err:
+                why = "bytes that are not UTF-8" if "utf" in str(err).lower() \
+                    else f"invalid values ({first_line(err)[:120]})"
+                raise DataError(path, f"column \"{name}\" in row group {g + 1} holds {why}; "
+                                      "expected UTF-8 text") from None
+    _CHECKED.add(key)
+
+
 def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
-    """The rows of a parquet file as dicts, read a row group at a time."""
+    """The rows of a parquet file as dicts, read a row group at a time after every row group
+    was checked (:func:`_checked_groups`)."""
+    import pyarrow as pa
+
     f = _parquet_file(path)
-    names = set(f.schema_arrow.names)
-    columns = [c for c in ("text", "words", "doc_id") if c in names]
-    for batch in f.iter_batches(batch_size=1024, columns=columns):
-        yield from batch.to_pylist()
+    columns = [c for c in _COLUMNS if c in f.schema_arrow.names]
+    _checked_groups(path, f)
+    try:
+        for batch in f.iter_batches(batch_size=1024, columns=columns):
+            yield from batch.to_pylist()
+    except (OSError, ValueError, pa.ArrowException) as err:  # changed since it was checked
+        raise DataError(path, f"not a readable parquet file ({first_line(err)[:160]})") from None
+
+
+def _row_item(path: Path, n: int, row: dict[str, Any]) -> tuple[str, bool, str | None]:
+    """``(text, pretokenized, doc_id)`` of one parquet row (its columns checked by type)."""
+    text, words = row.get("text"), row.get("words")
+    if isinstance(text, str):
+        return text, False, row.get("doc_id")
+    if isinstance(words, list) and all(isinstance(w, str) and w and not any(
+            c.isspace() for c in w) for w in words):
+        return " ".join(words), True, row.get("doc_id")
+    raise DataError(path, 'expected "text" (a string) or "words" (a list of words without '
+                          'spaces)', n)
 
 
 def _parquet_records(path: Path, words: bool, skip: int
@@ -105,15 +190,16 @@ def _parquet_records(path: Path, words: bool, skip: int
     for n, row in enumerate(_parquet_rows(path), 1):
         if n <= skip:
             continue
-        row = {k: v for k, v in row.items() if v is not None or k == "doc_id"}
-        text, pre, doc = _item(path, n, json.dumps(row, ensure_ascii=False), True)
+        text, pre, doc = _row_item(path, n, row)
         yield n, text, pre or words, doc
 
 
 def count_records(path: Path) -> int:
     """How many texts a prediction input holds: its lines, or a parquet file's rows."""
-    if Path(path).suffix == ".parquet":
-        return _parquet_file(path).metadata.num_rows  # from the footer: no row decoded
+    if is_parquet(path):  # every row group read and checked, the count from the footer
+        f = _parquet_file(path)
+        _checked_groups(path, f)
+        return f.metadata.num_rows
     return sum(1 for _ in read_lines(path))
 
 

@@ -196,9 +196,9 @@ def prepare(source: Path, output: Path, identity: dict[str, Any], overwrite: boo
     check_paths(source, output, overwrite, bookkeeping=(
         *_meta(output), output.with_name(output.name + ".partial.parquet")))
     total, size, digest = scan(source)
-    if source.suffix == ".parquet":  # its texts are rows, not lines
-        from seqrep.inputs import count_records
+    from seqrep.inputs import count_records, is_parquet
 
+    if is_parquet(source):  # its texts are rows, not lines (checked whole before a model loads)
         total = count_records(source)
     made_from = json.loads(json.dumps({"input": str(source.resolve()), "size": size,
                                        "sha256": digest, "labeler": identity}))
