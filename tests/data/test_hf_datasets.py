@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from inprocess import seqrep
 from support import write_corpus
 
@@ -72,7 +73,11 @@ def _same_as_conll(source, conll, **options) -> None:
 
 @pytest.fixture(scope="module")
 def conll_run(tiny, conll, tmp_path_factory) -> tuple[Path, dict]:
-    """The reference: a labeler trained on the CoNLL files."""
+    """The reference: a labeler trained on the CoNLL files, on one thread as the tests that
+    compare with it train (a module fixture is set up before the autouse function fixture of
+    conftest.py sets one thread: on a 2-core machine it trained on two, and summed in another
+    order its scores could differ from a test's run)."""
+    torch.set_num_threads(1)
     out = tmp_path_factory.mktemp("runs") / "conll"
     lab_keys = {"repetitions", "exit_layer"}
     metrics = train(LabelerConfig(model=tiny("llama"), **{k: SETTINGS[k] for k in lab_keys}),
