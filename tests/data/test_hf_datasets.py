@@ -223,9 +223,9 @@ def test_bad_datasets_stop_in_one_line_exit_2(conll, tmp_path, monkeypatch):
     assert "no tags column" in err and "ner_tags" in err and "the columns are tokens, id" in err
     err = _one_line_exit_2("data", "stats", str(tmp_path / "no_tags"), "--tags-column", "iob")
     assert "no column 'iob'" in err and "the columns are tokens, id" in err
-    mixed = ["O", "B-PER", "I-PER", "LOC"]  # a plain label beside prefixed tags
+    mixed = ["O", "B-PER", "I-PER", "LOC"]  # a plain label beside prefixed tags, both used
     bad_names = datasets.Dataset.from_dict(
-        {"tokens": [["a", "b"]], "ner_tags": [[0, 1]]},
+        {"tokens": [["a", "b"]], "ner_tags": [[1, 3]]},
         features=datasets.Features({"tokens": datasets.List(datasets.Value("string")),
                                     "ner_tags": datasets.List(datasets.ClassLabel(names=mixed))}))
     bad_names.to_parquet(str(tmp_path / "bad.parquet"))
@@ -255,7 +255,7 @@ def test_a_bad_dataset_stops_train_before_anything_is_written(conll, tiny, tmp_p
     datasets.Dataset.from_dict({"tokens": [w for w, _ in pairs]}).save_to_disk(
         str(tmp_path / "no_tags"))
     mixed = datasets.Dataset.from_dict(
-        {"tokens": [["a", "b"]], "ner_tags": [[0, 3]]},
+        {"tokens": [["a", "b"]], "ner_tags": [[1, 3]]},
         features=datasets.Features({"tokens": datasets.List(datasets.Value("string")),
                                     "ner_tags": datasets.List(datasets.ClassLabel(
                                         names=["O", "B-PER", "I-PER", "LOC"]))}))

@@ -18,6 +18,7 @@ Each refusal is one line of the caller's error class naming the entry and what w
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import stat
 from collections.abc import Callable
@@ -158,3 +159,34 @@ def read_bytes(path: Path, max_bytes: int, error: type[SeqrepError], *,
     if len(data) > max_bytes:
         raise refuse(error, path, f"larger than {max_bytes} bytes; expected {what}")
     return data
+
+
+def map_file(path: Path, error: type[SeqrepError], *, within: Path | None = None,
+             what: str = "the expected file") -> mmap.mmap | bytes:
+    """A large file's bytes, mapped read-only (``b""`` when it is empty), for a reader that
+    takes a buffer (pyarrow): a link is followed only to a target inside ``within`` (without
+    ``within``, anywhere: a path the user named), and the file is opened non-blocking and
+    checked to be a regular file on its descriptor, so a FIFO or a device is refused without
+    blocking and without being read."""
+    path = Path(path)
+    if within is not None:
+        check_entry(path, within, error, folder_ok=False)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise refuse(error, path, f"missing; expected {what}") from None
+    except OSError as err:
+        raise refuse(error, path, f"cannot be read ({err.strerror}); expected {what}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise refuse(error, path, f"is {_kind(st.st_mode)}; expected {what}")
+        if st.st_size == 0:
+            return b""
+        try:
+            return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as err:
+            raise refuse(error, path, f"cannot be mapped ({err}); expected {what}") from None
+    finally:
+        os.close(fd)
