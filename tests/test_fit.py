@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from support import write_corpus
 
-from seqrep import Sentence, load_corpus, train_labeler
+from seqrep import Corpus, Sentence, load_corpus, train_labeler
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.errors import ConfigError, DataError
 from seqrep.train.run import train
@@ -97,3 +97,109 @@ def test_an_unknown_setting_is_refused_before_anything_runs(tiny, tmp_path):
     with pytest.raises(ConfigError, match="unknown setting dataset="):
         train_labeler([(["a"], ["O"])], model=tiny("llama"), output=tmp_path / "run",
                       dataset="conll2003")
+
+
+def _expected_cache(pairs) -> tuple[str, str]:
+    """The cache file's text and name for ``pairs``, built here by hand: one JSON record a
+    line, named by the SHA-256 of the text."""
+    import hashlib
+
+    text = "".join(json.dumps({"tokens": w, "tags": t}, ensure_ascii=False) + "\n"
+                   for w, t in pairs)
+    return text, hashlib.sha256(text.encode("utf-8")).hexdigest() + ".jsonl"
+
+
+@pytest.mark.parametrize("planted", ["other", "longer", "link", "fifo"])
+def test_a_cache_file_is_reused_only_when_it_holds_the_same_content(tmp_path, planted):
+    import os
+
+    from tampering import deadline
+
+    from seqrep.fit import corpus_file
+
+    pairs = [(["Ada", "left"], ["B-PER", "O"]), (["Bob"], ["B-PER"])]
+    text, name = _expected_cache(pairs)
+    folder = tmp_path / "cache" / "corpora"
+    folder.mkdir(parents=True)
+    path = folder / name
+    if planted == "other":
+        path.write_text(text.replace("Ada", "Eve"), encoding="utf-8")
+    elif planted == "longer":
+        path.write_text(text + text, encoding="utf-8")
+    elif planted == "link":  # the same bytes, but in a file someone else may change
+        (tmp_path / "theirs.jsonl").write_text(text, encoding="utf-8")
+        path.symlink_to(tmp_path / "theirs.jsonl")
+    else:
+        os.mkfifo(path)
+    with deadline(20):
+        got = corpus_file(pairs, "train", tmp_path / "cache")
+    assert got == path and not path.is_symlink() and path.is_file()
+    assert path.read_text(encoding="utf-8") == text
+
+
+def _pairs_dataset(pairs, tags_column: str):  # noqa: ANN001, ANN202 - a datasets.Dataset
+    datasets = pytest.importorskip("datasets")
+    return datasets.Dataset.from_dict({"words": [w for w, _ in pairs],
+                                       tags_column: [t for _, t in pairs]})
+
+
+def test_train_labeler_takes_the_reader_options(tiny, files, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQREP_CACHE", str(tmp_path / "cache"))
+    train_file, test_file = files
+    pairs = _pairs(train_file)
+    ds = _pairs_dataset(pairs, "iob")  # a tags column no name detects
+    with pytest.raises(DataError, match="no tags column"):
+        train_labeler(ds, model=tiny("llama"), output=tmp_path / "none", quiet=True)
+    labeler, metrics = train_labeler(ds, validation=_pairs_dataset(_pairs(test_file), "iob"),
+                                     tags_column="iob", model=tiny("llama"),
+                                     output=tmp_path / "run", quiet=True, **SETTINGS)
+    assert metrics["status"] == "finished"
+    assert set(labeler.config.labels) >= {"B-PER", "I-PER", "B-LOC"}
+    dataset = json.loads((tmp_path / "run" / "run.json").read_text())["train"]["dataset"]
+    assert [(list(s.words), list(s.tags)) for s in load_corpus(dataset)] == pairs
+
+
+def test_reader_options_reach_the_run_for_files_and_names(tiny, files, tmp_path,
+                                                          monkeypatch):
+    import seqrep.train.run
+    from seqrep.data.splits import load_data
+
+    pytest.importorskip("pyarrow.parquet")
+    monkeypatch.setenv("SEQREP_CACHE", str(tmp_path / "cache"))
+    train_file, test_file = files
+    for source, target in ((train_file, "train.parquet"), (test_file, "test.parquet")):
+        _pairs_dataset(_pairs(source), "iob").to_parquet(str(tmp_path / target))
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def run(labeler_config, train_config, output, **kw):  # noqa: ANN001, ANN003, ANN202
+        seen.update(config=train_config, options=kw.get("reader_options"))
+        raise Stop
+
+    monkeypatch.setattr(seqrep.train.run, "train", run)
+    with pytest.raises(Stop):
+        train_labeler(str(tmp_path / "train.parquet"), str(tmp_path / "test.parquet"),
+                      model=tiny("llama"), output=tmp_path / "run", tags_column="iob",
+                      scheme="IOB2")
+    assert seen["options"] == {"tags_column": "iob", "scheme": "IOB2"}
+    data = load_data(seen["config"], seen["options"])
+    assert [(list(s.words), list(s.tags)) for s in data.eval] == _pairs(test_file)
+
+
+def test_reader_options_for_data_in_memory(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQREP_CACHE", str(tmp_path / "cache"))
+    model = tiny("llama")
+    pairs = [(["Ada", "left"], ["I-PER", "O"])] * 3
+    with pytest.raises(ConfigError, match="tags_column"):  # no column in a list of pairs
+        train_labeler(pairs, model=model, output=tmp_path / "run", tags_column="x")
+    with pytest.raises(ConfigError, match="in memory"):  # one run reads files one way
+        train_labeler(pairs, validation=str(tmp_path / "v.txt"), model=model,
+                      output=tmp_path / "run", scheme="IOB1")
+    with pytest.raises(ConfigError, match="load_corpus"):  # a Corpus was read already
+        train_labeler(Corpus([Sentence(*pairs[0])]), model=model, output=tmp_path / "run",
+                      scheme="IOB1")
+    with pytest.raises(DataError, match="I-PER"):  # strict: I-PER cannot start a span in IOB2
+        train_labeler(pairs, model=model, output=tmp_path / "run", scheme="IOB2", strict=True)
+    assert not (tmp_path / "run").exists()

@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from seqrep.data.quote import cut
 from seqrep.data.types import Corpus, Sentence
-from seqrep.errors import ConfigError, DataError
+from seqrep.errors import ConfigError, DataError, SeqrepError
 from seqrep.fileio import write_text
+from seqrep.files.reader import read_bytes
 
 if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler
@@ -83,53 +84,97 @@ def corpus_file(data: Corpus | Sequence[Any], split: str,
     text = "\n".join(lines) + "\n"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     path = (cache or cache_dir()) / "corpora" / f"{digest}.jsonl"
-    if not (path.is_file() and path.read_bytes() == text.encode("utf-8")):
+    if not _holds(path, text.encode("utf-8")):
         write_text(path, text)
     return path
 
 
-def _split(value: CorpusLike, split: str, cache: Path | None) -> str:
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether ``path`` is a plain file holding exactly ``data`` (read bounded: a link, a
+    FIFO or a longer file is not it, and is replaced)."""
+    try:
+        return read_bytes(path, len(data), DataError, what="a cached corpus") == data
+    except SeqrepError:
+        return False
+
+
+class _Part:
+    """One split of a DatasetDict given as ``train=``, read when its turn comes."""
+
+    def __init__(self, source: Any, split: str) -> None:
+        self.source, self.split = source, split
+
+
+def _read_sentences(value: Any, split: str, reader: dict[str, Any]) -> Corpus:
+    """Sentences in memory read with the reader options that apply to them (``scheme``,
+    ``strict``), through the same reader as their cache file."""
+    from seqrep.data import load_corpus
+
+    if isinstance(value, Corpus):
+        raise ConfigError(f"train_labeler: {split}= is a Corpus, read already; reader options "
+                          f"({', '.join(reader)}) apply when data is read: pass them to "
+                          "load_corpus")
+    extra = [k for k in reader if k not in ("scheme", "strict")]
+    if extra:
+        raise ConfigError(f"train_labeler: {extra[0]}= does not apply to the sentences in "
+                          f"memory given as {split}= (only scheme= and strict= do); it applies "
+                          "to files, dataset names and datasets")
+    return load_corpus(corpus_file(value, split), format="jsonl", **reader)
+
+
+def _split(value: Any, split: str, reader: dict[str, Any]) -> str:
+    """The path a split is read from: a name or path as given, else the cache file of the
+    sentences (a dataset read with the reader options, sentences with those that apply)."""
     from seqrep.data.hf import is_dataset, load_hf
 
     if isinstance(value, (str, Path)):
         return str(value)
-    if is_dataset(value):  # read like a file, then kept as one (see the module's docstring)
-        value = load_hf(value)
-    return str(corpus_file(value, split, cache))
+    if isinstance(value, _Part):
+        value = load_hf(value.source, value.split, **reader)
+    elif is_dataset(value):  # read like a file, then kept as one (see the module's docstring)
+        value = load_hf(value, **reader)
+    elif reader:
+        value = _read_sentences(value, split, reader)
+    return str(corpus_file(value, split))
 
 
 def _dataset_dict_splits(train: Any, validation: Any, test: Any) -> tuple[Any, Any, Any]:
     """A ``datasets.DatasetDict`` as ``train=``: its train split, and its validation (or
     dev) and test splits where ``validation=`` / ``test=`` are not given."""
-    from seqrep.data.hf import SPLIT_NAMES, is_dataset, load_hf
+    from seqrep.data.hf import SPLIT_NAMES, is_dataset
 
     if not is_dataset(train) or not hasattr(train, "keys"):
         return train, validation, test
     present = {s for s, names in SPLIT_NAMES.items() if any(n in train for n in names)}
     if validation is None and "validation" in present:
-        validation = load_hf(train, "validation")
+        validation = _Part(train, "validation")
     if test is None and "test" in present:
-        test = load_hf(train, "test")
-    return load_hf(train, "train"), validation, test
+        test = _Part(train, "test")
+    return _Part(train, "train"), validation, test
 
 
-def _settings(settings: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``settings`` split between LabelerConfig's fields and TrainConfig's."""
-    from seqrep.config import LabelerConfig, TrainConfig
+def _settings(settings: Mapping[str, Any]
+              ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``settings`` split between LabelerConfig's fields, TrainConfig's and the reader options
+    (ReaderConfig's, ``format`` apart: TrainConfig has it), those checked and set only."""
+    from seqrep.config import LabelerConfig, ReaderConfig, TrainConfig
 
-    fields = {c: {f.name for f in dataclasses.fields(c)} for c in (LabelerConfig, TrainConfig)}
+    fields = {c: {f.name for f in dataclasses.fields(c)}
+              for c in (LabelerConfig, TrainConfig, ReaderConfig)}
     taken = {"dataset", "train_split", "eval_split", "test_split"}
-    labeler, train = {}, {}
+    labeler, train, reader = {}, {}, {}
     for name, value in settings.items():
         if name in fields[LabelerConfig]:
             labeler[name] = value
         elif name in fields[TrainConfig] and name not in taken:
             train[name] = value
+        elif name in fields[ReaderConfig]:
+            reader[name] = value
         else:
             raise ConfigError(f"train_labeler: unknown setting {name}=; expected a field of "
-                              "LabelerConfig or TrainConfig (the data comes from train=, "
-                              "validation= and test=)")
-    return labeler, train
+                              "LabelerConfig, TrainConfig or ReaderConfig (the data comes "
+                              "from train=, validation= and test=)")
+    return labeler, train, ReaderConfig(**reader).options()
 
 
 def train_labeler(train: CorpusLike, validation: CorpusLike | None = None,
@@ -155,7 +200,11 @@ def train_labeler(train: CorpusLike, validation: CorpusLike | None = None,
         overwrite, resume, quiet: as ``seqrep train``'s options.
         **settings: any field of :class:`~seqrep.config.LabelerConfig` or
             :class:`~seqrep.config.TrainConfig` (``repetitions=1``, ``exit_layer=6``,
-            ``epochs=3`` ...).
+            ``epochs=3`` ...), or a reader option of :class:`~seqrep.config.ReaderConfig`
+            (``tags_column="iob"``, ``scheme="IOB1"`` ...): data named by path or name is
+            read with them by the run (``run.json`` records them), datasets in memory are
+            read with them here, and sentences in memory with ``scheme`` and ``strict``;
+            the splits of one call are all on disk or all in memory.
 
     Returns:
         ``(labeler, metrics)``: the run's best model, loaded, and what ``metrics.json``
@@ -167,17 +216,26 @@ def train_labeler(train: CorpusLike, validation: CorpusLike | None = None,
 
     train, validation, test = _dataset_dict_splits(train, validation, test)
     named = isinstance(train, (str, Path))
-    labeler_settings, train_settings = _settings(settings)
-    splits: dict[str, Any] = {"dataset": _split(train, "train", None)}
+    labeler_settings, train_settings, reader = _settings(settings)
+    given = [v for v in (train, validation, test) if v is not None]
+    on_disk = sum(isinstance(v, (str, Path)) for v in given)
+    if reader and 0 < on_disk < len(given):
+        raise ConfigError(f"train_labeler: reader options ({', '.join(reader)}) with some "
+                          "splits named by path or name and others in memory: the run reads "
+                          "its files with the options, the sentences in memory are read "
+                          "here; read the files with load_corpus(path, ...) and pass the "
+                          "Corpus, or pass every split one way")
+    splits: dict[str, Any] = {"dataset": _split(train, "train", reader)}
     if validation is not None:
-        splits["eval_split"] = _split(validation, "validation", None)
+        splits["eval_split"] = _split(validation, "validation", reader)
     if test is not None:
-        splits["test_split"] = _split(test, "test", None)
+        splits["test_split"] = _split(test, "test", reader)
     elif not named:
         splits["test_split"] = None
     metrics = run_training(LabelerConfig(model=model, **labeler_settings),
                            TrainConfig(**splits, **train_settings), output,
-                           overwrite=overwrite, resume=resume, quiet=quiet)
+                           overwrite=overwrite, resume=resume, quiet=quiet,
+                           reader_options=reader if on_disk else None)
     if metrics.get("status") != "finished":
         raise ConfigError(f"{output}: training stopped at step {metrics.get('step')} "
                           "(max_steps); continue with resume=True")
