@@ -1,6 +1,7 @@
 """What the tampering tests share: a deadline around an in-process command (a FIFO or a device
-would be read forever), the command run in-process with its exit code or traceback, and the
-edits a test makes to one file of a folder (run, resume state, ONNX export)."""
+would be read forever) and a release of the FIFOs a thread may block on, the command run
+in-process with its exit code or traceback, and the edits a test makes to one file of a
+folder (run, resume state, ONNX export)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,30 @@ def deadline(seconds: int) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@contextlib.contextmanager
+def released(fifos: list[Path], after: float = 3.0) -> Iterator[None]:
+    """Open each FIFO's writing end every 0.1 s once ``after`` seconds have passed: a reader
+    blocked opening one (in a thread that :func:`deadline` cannot interrupt) then reads an
+    empty file, so code that opens a FIFO fails its test instead of hanging it."""
+    stop = threading.Event()
+
+    def release() -> None:
+        if stop.wait(after):
+            return
+        while not stop.wait(0.1):
+            for fifo in fifos:
+                with contextlib.suppress(OSError):  # ENXIO: nobody is reading it
+                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    thread = threading.Thread(target=release, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def cli(*args: str, seconds: int = 60,

@@ -120,3 +120,11 @@ def test_parquet_rows_carry_their_documents_and_words(tmp_path):
     assert list(read_records(path)) == [(1, "a b", False, "d1"), (2, "c d", True, "d1"),
                                         (3, "e", False, None)]
     assert list(read_records(path, skip=2)) == [(3, "e", False, None)]
+
+
+def test_categorical_columns_read_as_their_values(tmp_path):
+    # pandas writes a categorical column as an arrow dictionary: its values are the strings
+    path = _write(tmp_path / "in.parquet", text=pa.array(TEXTS).dictionary_encode(),
+                  doc_id=pa.array(["d1", "d1", "d2"]).dictionary_encode())
+    assert list(read_records(path)) == [(1, TEXTS[0], False, "d1"), (2, TEXTS[1], False, "d1"),
+                                        (3, TEXTS[2], False, "d2")]

@@ -94,6 +94,8 @@ def _string_kind(kind: Any, items: bool = False) -> bool:
                 or t.is_list_view(kind) or t.is_large_list_view(kind)):
             return t.is_null(kind)
         kind = kind.value_type
+    if t.is_dictionary(kind):  # a categorical column: read as its values
+        kind = kind.value_type
     return t.is_string(kind) or t.is_large_string(kind) or t.is_string_view(kind) or \
         t.is_null(kind)
 

@@ -151,13 +151,16 @@ def read_saved_dataset(path: Path) -> Any:
 
 def saved_splits(path: Path) -> list[str]:
     """The split names of a ``DatasetDict.save_to_disk`` folder, after the folder is checked
-    whole; each is a folder of it holding a ``state.json``."""
+    whole; each names a folder of it (read by :func:`read_saved_dataset` when chosen)."""
     files = check_saved_folder(path)
     record = read_json_file(path / DICT, path, "a DatasetDict record")
     splits = record.get("splits") if isinstance(record, dict) else None
-    if not (isinstance(splits, list) and all(
-            isinstance(s, str) and _PLAIN_NAME.fullmatch(s) and f"{s}/{STATE}" in files
-            for s in splits)):
+    if not (isinstance(splits, list)
+            and all(isinstance(s, str) and _PLAIN_NAME.fullmatch(s) for s in splits)):
         raise DataError(path / DICT, f"\"splits\" is {show(splits)}; expected a list of the "
                                      "names of its split folders")
+    missing = next((s for s in splits if not any(f.startswith(f"{s}/") for f in files)), None)
+    if missing is not None:
+        raise DataError(path / DICT, f"split {show(missing)} has no folder of files here; "
+                                     "expected one folder per split")
     return splits

@@ -43,10 +43,12 @@ def _column(columns: list[str], named: str | None, wanted: tuple[str, ...], what
 
 
 def _kind(kind: Any) -> str:
-    """``string``, ``integer``, ``null`` or ``list`` (of anything) for an arrow type, else
-    ``other``."""
+    """``string``, ``integer``, ``null`` or ``list`` (of anything) for an arrow type (a
+    dictionary type by its values), else ``other``."""
     import pyarrow.types as t
 
+    if t.is_dictionary(kind):  # a categorical column: read as its values
+        kind = kind.value_type
     if t.is_string(kind) or t.is_large_string(kind) or t.is_string_view(kind):
         return "string"
     if t.is_integer(kind):

@@ -44,6 +44,8 @@ def inside(path: Path, root: Path) -> bool:
 
 
 def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
@@ -51,6 +53,14 @@ def _kind(mode: int) -> str:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "not a regular file"
+
+
+def _resolved(path: Path, error: type[SeqrepError]) -> Path:
+    """Where a link leads, or one line for a loop (Python raises RuntimeError or OSError)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        raise refuse(error, path, "is a link that loops; expected a file") from None
 
 
 def check_entry(path: Path, within: Path, error: type[SeqrepError], *,
@@ -65,7 +75,7 @@ def check_entry(path: Path, within: Path, error: type[SeqrepError], *,
     except OSError as err:
         raise refuse(error, path, f"cannot be read ({err.strerror})") from None
     if stat.S_ISLNK(st.st_mode):
-        target = path.resolve()
+        target = _resolved(path, error)
         if not inside(target, within):
             raise refuse(error, path, f"links to {target}, outside {within}; a link may "
                                       f"only point inside the folder")
@@ -95,7 +105,7 @@ def check_folder(root: Path, error: type[SeqrepError], *, within: Path | None = 
     ``max_depth`` levels, a file over ``limit(relative name)`` bytes."""
     root = Path(root)
     within = (within or root).resolve()
-    if root.is_symlink() and not inside(root.resolve(), within):
+    if root.is_symlink() and not inside(_resolved(root, error), within):
         raise refuse(error, root, f"links to {root.resolve()}, outside {within}")
     if not root.is_dir():
         raise refuse(error, root, "not a folder")
@@ -151,10 +161,11 @@ def read_bytes(path: Path, max_bytes: int, error: type[SeqrepError], *,
     except OSError as err:
         why = "is a link" if err.errno == errno.ELOOP else f"cannot be read ({err.strerror})"
         raise refuse(error, path, f"{why}; expected {what}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):  # before fdopen, which refuses a folder with its own error
+        os.close(fd)
+        raise refuse(error, path, f"is {_kind(mode)}; expected {what}")
     with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise refuse(error, path, f"is {_kind(mode)}; expected {what}")
         data = f.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise refuse(error, path, f"larger than {max_bytes} bytes; expected {what}")
