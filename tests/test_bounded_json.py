@@ -1,4 +1,5 @@
-"""seqrep.fileio.read_json: the one bounded path every JSON record of a folder is read through."""
+"""seqrep.files.atomic.read_json: the one bounded path every JSON record of a folder is read
+through."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import pytest
 
 from seqrep.errors import ConfigError, ModelError
-from seqrep.fileio import MAX_JSON_DEPTH, read_json
+from seqrep.files.atomic import MAX_JSON_DEPTH, read_json
 
 
 def test_reads_a_small_record(tmp_path):

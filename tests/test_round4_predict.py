@@ -141,7 +141,7 @@ def test_a_partial_output_that_is_no_regular_file_is_refused(tmp_path: Path) -> 
     record that matches) is refused before it is opened, even with --overwrite: the record
     does not name it (seqrep creates its partial output itself, a regular file)."""
     from seqrep.errors import ConfigError
-    from seqrep.fileio import write_json
+    from seqrep.files.atomic import write_json
     from seqrep.stream import prepare
 
     src = tmp_path / "in.txt"

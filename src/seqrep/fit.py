@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from seqrep.data.quote import cut
 from seqrep.data.types import Corpus, Sentence
 from seqrep.errors import ConfigError, DataError, SeqrepError
-from seqrep.fileio import write_text
+from seqrep.files.atomic import write_text
 from seqrep.files.reader import read_bytes
 
 if TYPE_CHECKING:

@@ -173,7 +173,7 @@ def test_an_existing_prediction_parquet_is_replaced_only_with_overwrite(
 
 def test_remove_deletes_only_listed_files_and_refuses_before_deleting(tmp_path: Path) -> None:
     root = owner.claim(tmp_path / "out", "test")
-    from seqrep.fileio import write_json
+    from seqrep.files.atomic import write_json
 
     write_json(root / "a.json", {"a": 1})
     (root / "sub").mkdir()
@@ -190,7 +190,7 @@ def test_remove_deletes_only_listed_files_and_refuses_before_deleting(tmp_path: 
 
 def test_a_link_in_a_listed_place_is_removed_not_followed(tmp_path: Path) -> None:
     root = owner.claim(tmp_path / "out", "test")
-    from seqrep.fileio import write_json
+    from seqrep.files.atomic import write_json
 
     write_json(root / "a.json", {"a": 1})
     owner.release(root)

@@ -193,7 +193,7 @@ def test_kill_between_the_renames_of_a_checkpoint_keeps_it(setup: dict) -> None:
     out = root / "rename"
     # at step 6, once the step-3 checkpoint/ is renamed to .checkpoint.old-PID, before the
     # new one is renamed into place
-    kill = {"target": "seqrep.fileio:os.replace", "at": 1, "when": "/checkpoint",
+    kill = {"target": "seqrep.files.atomic:os.replace", "at": 1, "when": "/checkpoint",
             "after": True}
     killed = child({**args, "out": str(out), "kill": kill}, root)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]

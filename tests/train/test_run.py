@@ -256,7 +256,7 @@ def test_an_exit_layer_past_the_model_is_refused_before_anything_loads(
     import transformers
 
     from seqrep.config import TrainConfig
-    from seqrep.fileio import write_json
+    from seqrep.files.atomic import write_json
     from seqrep.train import plan
 
     def loaded(*_: object, **__: object) -> None:

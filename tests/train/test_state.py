@@ -160,7 +160,7 @@ def test_last_step_of_a_token_budget_run_has_a_learning_rate(tiny, tmp_path: Pat
 def test_a_state_or_run_file_past_its_bound_is_refused_unparsed(tmp_path: Path) -> None:
     from seqrep.config import LabelerConfig, TrainConfig
     from seqrep.errors import SeqrepError
-    from seqrep.fileio import write_json
+    from seqrep.files.atomic import write_json
     from seqrep.train.folder import read_run_json
 
     model, opt = _stepped()

@@ -139,7 +139,7 @@ def _check_predictions(path: Path, dataset: str, overwrite: bool = False) -> Non
     import os
 
     from seqrep.errors import ConfigError
-    from seqrep.stream import check_paths
+    from seqrep.files.outputs import check_paths
 
     check_paths(None, path, overwrite, option="--predictions",
                 replaceable=lambda p: p.is_file())
@@ -152,7 +152,7 @@ def write_predictions(path: Path, gold: list, pred: list[list[str]]) -> None:
     space inside a word written as ``_``), a blank line after each sentence; written
     atomically."""
     from seqrep.data.tags import spans_to_tags, split_tag, strict_spans
-    from seqrep.fileio import write_text
+    from seqrep.files.atomic import write_text
 
     def word(w: str) -> str:
         return "_".join(w.split()) or "_"

@@ -72,7 +72,7 @@ def _bench_params() -> list:
 def bench_command(values: dict[str, Any]) -> None:
     """Throughput, latency, padding waste, FLOPs and memory of the labeler's forward pass."""
     from seqrep.cli.options import config_values
-    from seqrep.fileio import write_json
+    from seqrep.files.atomic import write_json
     from seqrep.lab import bench as lab
 
     cfg = BenchConfig(**config_values(BenchConfig, values))

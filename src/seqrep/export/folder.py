@@ -19,7 +19,7 @@ from typing import Any
 
 from seqrep.errors import ConfigError, ModelError, first_line
 from seqrep.export.files import INPUTS, META_FILE, MODEL_FILE
-from seqrep.fileio import read_json
+from seqrep.files.atomic import read_json
 from seqrep.model.backbone import BackboneInfo, quiet_transformers
 from seqrep.model.checks import SIZE_LIMITS, check_files, largest_token_id
 from seqrep.model.labeler_config import LabelerConfig

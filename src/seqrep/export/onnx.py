@@ -158,7 +158,7 @@ def _versions() -> dict[str, str]:
 
 def is_export(folder: Path) -> bool:
     """Whether ``folder`` holds a seqrep ONNX export (its metadata file says so)."""
-    from seqrep.fileio import read_json
+    from seqrep.files.atomic import read_json
 
     try:
         data = read_json(Path(folder) / META_FILE, "an export", ModelError, MAX_META_BYTES)
@@ -201,7 +201,7 @@ def export_labeler(labeler: SequenceLabeler, out_dir: str | Path, opset: int = D
     require_onnx("onnx", "onnxscript", "onnxruntime")
     import torch
 
-    from seqrep.fileio import atomic_dir, write_json
+    from seqrep.files.atomic import atomic_dir, write_json
     from seqrep.model.backbone import quiet_transformers
 
     _check_exportable(labeler)
@@ -353,7 +353,7 @@ def export_onnx(labeler_dir: str | Path, out_dir: str | Path, opset: int = DEFAU
 def _saved_total_layers(labeler_dir: str | Path) -> int | None:
     """The uncut model's layer count a saved labeler recorded, or None (not recorded or
     unreadable: the loaded backbone's own count is used)."""
-    from seqrep.fileio import read_json
+    from seqrep.files.atomic import read_json
     from seqrep.model.io import model_dir
 
     try:

@@ -69,7 +69,7 @@ def quantize_int8(export_dir: str | Path) -> Path:
     from seqrep.errors import ModelError
     from seqrep.export.files import META_FILE, require_onnx, sha256
     from seqrep.export.folder import backbone_info, graph_file, read_meta
-    from seqrep.fileio import write_json
+    from seqrep.files.atomic import write_json
 
     require_onnx("onnx", "onnxruntime")
     import onnx

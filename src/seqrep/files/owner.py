@@ -2,9 +2,9 @@
 
 Every output folder seqrep creates (a run, a distillation, an ONNX export, a report, a grid's
 runs) holds a manifest, :data:`MANIFEST`, listing every file seqrep wrote there. A file is
-listed *before* it is written (:func:`record`, called by :mod:`seqrep.fileio`'s writers for any
-path inside a claimed folder), so a crash can leave a listed file missing, never an unlisted
-file of seqrep's.
+listed *before* it is written (:func:`record`, called by :mod:`seqrep.files.atomic`'s
+writers for any path inside a claimed folder), so a crash can leave a listed file missing,
+never an unlisted file of seqrep's.
 
 ``--overwrite`` (and ``overwrite=True`` from Python) removes only files the manifest lists, and
 refuses, before anything is touched, a folder that holds anything else, naming the first such
@@ -204,7 +204,7 @@ def remove(root: Path) -> None:
 
 def claim(root: Path, kind: str) -> Path:
     """Create ``root`` (or take the one a resumed run left, manifest and all) as an output
-    folder of seqrep's: from now on every file written under it through :mod:`seqrep.fileio`
+    folder of seqrep's: from now on every file written under it through :mod:`seqrep.files.atomic`
     is listed in its manifest before it is written."""
     root = Path(root)
     if root.is_symlink():

@@ -171,7 +171,7 @@ def check_folder(run: GridRun, folder: Path) -> None:
         ConfigError: naming the file, the model it names and the grid's.
     """
     from seqrep.errors import SeqrepError, first_line
-    from seqrep.fileio import read_json
+    from seqrep.files.atomic import read_json
 
     path = Path(folder) / "run.json"
     if not (path.exists() or path.is_symlink()):

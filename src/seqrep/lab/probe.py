@@ -22,7 +22,7 @@ from seqrep.evaluate import (
     score_logits,
     scores_by_decoding,
 )
-from seqrep.fileio import write_json
+from seqrep.files.atomic import write_json
 from seqrep.model.exit_layer import EXIT_DEFAULT
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.model.tuning import FROZEN

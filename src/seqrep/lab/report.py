@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.errors import ConfigError, first_line
-from seqrep.fileio import read_json, write_json, write_text
+from seqrep.files.atomic import read_json, write_json, write_text
 from seqrep.lab.plots import plots
 from seqrep.lab.results import read_sources, unique_runs
 from seqrep.lab.stats import VARIED, group, paired, strategy, summarize
@@ -180,7 +180,7 @@ def _publish(tmp: Path, out: Path, ours: set[str]) -> None:
 
 
 def read_bench(path: str | Path) -> dict[str, Any]:
-    """A ``seqrep bench --output`` file, read bounded (:func:`seqrep.fileio.read_json`): an
+    """A ``seqrep bench --output`` file, read bounded (:func:`seqrep.files.atomic.read_json`): an
     object whose ``rows`` is a list of objects.
 
     Raises:

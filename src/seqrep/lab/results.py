@@ -208,7 +208,7 @@ def run_record(folder: str | Path) -> dict[str, Any]:
         ConfigError: the folder holds no finished run (named, with what is missing).
     """
     from seqrep.errors import ConfigError, first_line
-    from seqrep.fileio import read_json
+    from seqrep.files.atomic import read_json
     from seqrep.lab.identity import config_hash
 
     folder = Path(folder)

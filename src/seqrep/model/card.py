@@ -25,8 +25,8 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from seqrep import fileio
 from seqrep.errors import ModelError
+from seqrep.files import atomic as fileio
 from seqrep.model.hub import COMMIT, hub_name
 from seqrep.model.labeler_config import LabelerConfig, parse_unmask
 from seqrep.model.packaged import PACKAGED

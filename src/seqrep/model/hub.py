@@ -25,8 +25,8 @@ import re
 import struct
 from pathlib import Path
 
-from seqrep import fileio
 from seqrep.errors import ConfigError, ModelError, first_line
+from seqrep.files import atomic as fileio
 from seqrep.model.checks import MAX_SETTINGS_BYTES, SETTINGS_FILES
 from seqrep.model.hub_cache import (
     COMMIT,

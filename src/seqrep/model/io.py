@@ -44,9 +44,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from safetensors.torch import load_file, save_file
 
 import seqrep
-from seqrep import fileio
 from seqrep.errors import ConfigError, ModelError, first_line
-from seqrep.fileio import atomic_dir, write_json
+from seqrep.files import atomic as fileio
+from seqrep.files.atomic import atomic_dir, write_json
 from seqrep.model.backbone import (
     SAFETENSORS_NAMES,
     Backbone,
@@ -203,7 +203,7 @@ def model_dir(path: Path) -> Path:
 
 
 def read_json(path: Path, what: str) -> object:
-    """A small JSON file of a labeler folder, through :func:`seqrep.fileio.read_json` (a link
+    """A small JSON file of a labeler folder, through :func:`seqrep.files.atomic.read_json` (a link
     to ``/dev/zero``, a folder, binary, deep nesting or a huge number is one line, not a hang,
     a MemoryError or a traceback)."""
     return fileio.read_json(path, what, ModelError, MAX_JSON_BYTES)

@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from seqrep.errors import SeqrepError, first_line
-from seqrep.fileio import atomic_dir, read_json, write_json
+from seqrep.files.atomic import atomic_dir, read_json, write_json
 from seqrep.train.state import TrainState, is_number, short_repr
 
 # state.json holds the progress and the parameter groups' names: kilobytes, never gigabytes

@@ -38,7 +38,7 @@ import torch
 
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.errors import ConfigError, DataError, SeqrepError, first_line
-from seqrep.fileio import write_json
+from seqrep.files.atomic import write_json
 from seqrep.train import distill_folder, teacher_cache
 from seqrep.train.distill_folder import REQUEST, check_apart, check_fresh, read_request
 from seqrep.train.folder import logged_eval_seconds

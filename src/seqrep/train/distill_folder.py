@@ -28,7 +28,7 @@ from typing import Any
 
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.errors import ConfigError, SeqrepError, first_line
-from seqrep.fileio import read_json, write_json
+from seqrep.files.atomic import read_json, write_json
 from seqrep.train.teacher_cache import CACHE
 
 REQUEST = "distill.json"

@@ -1,7 +1,7 @@
 """The run folder: what may be replaced or resumed, the configuration it resumes with, the
 clean-up a killed writer needs, and the report of a finished run.
 
-Every record is read bounded (:func:`seqrep.fileio.read_json`); a folder that does not fit is
+Every record is read bounded (:func:`seqrep.files.atomic.read_json`); a folder that does not fit is
 one line naming the file, and nothing in it is touched.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from seqrep.config import TRAIN_SAVED_BEFORE, LabelerConfig, TrainConfig
 from seqrep.errors import SeqrepError, first_line
-from seqrep.fileio import read_json
+from seqrep.files.atomic import read_json
 from seqrep.tasks import DECODINGS, TASKS
 from seqrep.train.state import is_number, short_repr
 
@@ -134,7 +134,7 @@ def trim_log(path: Path, keep: int) -> None:
             lines.append(line)
         more = f.read(1)
     if more or (lines and not lines[-1].endswith(b"\n")):
-        from seqrep.fileio import write_text
+        from seqrep.files.atomic import write_text
 
         write_text(path, "".join(x.decode("utf-8", "replace").rstrip("\n") + "\n"
                                  for x in lines))

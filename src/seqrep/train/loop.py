@@ -41,7 +41,7 @@ from seqrep.evaluate import (
     progress_bar,
     scores_by_decoding,
 )
-from seqrep.fileio import append_jsonl, write_json
+from seqrep.files.atomic import append_jsonl, write_json
 from seqrep.model.device import Placement, ran_on_line
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.tasks import task_of

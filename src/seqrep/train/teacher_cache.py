@@ -42,7 +42,7 @@ import torch
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.contexts import context_of
 from seqrep.errors import ConfigError
-from seqrep.fileio import read_json, umask, write_json
+from seqrep.files.atomic import read_json, umask, write_json
 
 CHUNK = 512  # sentences per cache file (a longer document makes a longer one)
 CACHE = "teacher-labels"
