@@ -18,7 +18,7 @@ import torch
 
 from seqrep.data import load_corpus
 from seqrep.evaluate import check_labels, score
-from seqrep.fileio import write_json
+from seqrep.files.atomic import write_json
 from seqrep.model.device import cpu_features, cpu_has_bf16
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.predict import decode_logits

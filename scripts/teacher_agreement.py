@@ -18,7 +18,7 @@ import torch
 from safetensors import safe_open
 
 from seqrep.data import load_corpus
-from seqrep.fileio import write_json
+from seqrep.files.atomic import write_json
 
 
 def agreement(student: Path) -> dict:

@@ -23,7 +23,7 @@ from torch import nn
 from seqrep.config import LabelerConfig
 from seqrep.contexts import context_of
 from seqrep.data import load_corpus
-from seqrep.fileio import write_json
+from seqrep.files.atomic import write_json
 from seqrep.model.device import cpu_features
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.tasks import SPANS

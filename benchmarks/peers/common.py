@@ -312,11 +312,11 @@ def clock_lr_factor(elapsed: float, budget: float, warmup: float = 0.1) -> float
 
 
 def read_json(path: str | Path, what: str, expect: type = object) -> Any:
-    """A JSON file through seqrep.fileio.read_json (size and depth caps), of type ``expect``;
+    """A JSON file through seqrep.files.atomic.read_json (size and depth caps), of type ``expect``;
     anything else one HarnessError line naming the file. Imports seqrep only when called:
     the peers' own environments lack it."""
     from seqrep.errors import ConfigError
-    from seqrep.fileio import read_json as bounded
+    from seqrep.files.atomic import read_json as bounded
 
     try:  # (read_json builds its error from one message: DataError takes a source too)
         got = bounded(Path(path), what, ConfigError)

@@ -26,7 +26,7 @@ def record_path(results_dir: Path, system: str) -> Path:
 
 
 def read_record(path: Path) -> dict[str, Any]:
-    """A record, read through seqrep.fileio.read_json (size and depth caps, one line).
+    """A record, read through seqrep.files.atomic.read_json (size and depth caps, one line).
 
     Raises:
         HarnessError: the file is missing, not JSON, or not an object with a system.
