@@ -32,7 +32,7 @@ def test_require_names_the_extra_and_the_missing_module(monkeypatch) -> None:
     with pytest.raises(ConfigError) as err:
         require("lab", "seqrep report")
     assert str(err.value) == ("seqrep report needs the 'lab' extra (scipy not installed): "
-                              "pip install 'seqrep[lab]'")
+                              "pip install 'seqrep-labeler[lab]'")
     require("serve", "seqrep serve")  # installed here: no error
 
 
@@ -62,11 +62,11 @@ def test_lab_commands_without_the_lab_extra_are_one_line(tmp_path, argv) -> None
     done = _run_without({"matplotlib", "scipy", "yaml"}, argv, tmp_path)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "'lab' extra" in lines[0] and "seqrep[lab]" in lines[0], lines
+    assert len(lines) == 1 and "'lab' extra" in lines[0] and "seqrep-labeler[lab]" in lines[0], lines
 
 
 def test_serve_without_the_serve_extra_is_one_line(tmp_path) -> None:
     done = _run_without({"fastapi", "fastapi_offline"}, ["serve", str(tmp_path)], tmp_path)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "'serve' extra" in lines[0] and "seqrep[serve]" in lines[0], lines
+    assert len(lines) == 1 and "'serve' extra" in lines[0] and "seqrep-labeler[serve]" in lines[0], lines

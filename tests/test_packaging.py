@@ -32,7 +32,7 @@ def _constraints() -> dict[str, Version]:
 def _requirements() -> list[Requirement]:
     reqs = [Requirement(r) for r in PROJECT["dependencies"]]
     for extra, items in PROJECT["optional-dependencies"].items():
-        reqs += [Requirement(r) for r in items if not r.startswith("seqrep[")]
+        reqs += [Requirement(r) for r in items if not r.startswith("seqrep-labeler[")]
         assert items, f"extra {extra} is empty"
     return reqs
 

@@ -62,11 +62,21 @@ def wheel(tmp_path_factory) -> Path:
     shutil.copytree(ROOT / "src", src / "src", ignore=shutil.ignore_patterns(
         "__pycache__", "*.egg-info"))
     out = tmp_path_factory.mktemp("dist")
-    built = _run(sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir",
-                 str(out), str(src))
+    built = _run(sys.executable, "-m", "build", "--wheel", "--sdist", "--no-isolation",
+                 "--outdir", str(out), str(src))
     assert built.returncode == 0, built.stderr[-2000:]
-    (whl,) = out.glob("seqrep-*.whl")
+    (whl,) = out.glob("seqrep_labeler-*.whl")  # the distribution's name, not the import's
     return whl
+
+
+def test_the_wheel_and_sdist_pass_twine_check(wheel: Path) -> None:
+    """What the package index would be given: a wheel and an sdist named seqrep-labeler
+    (the name ``seqrep`` is another project's there), with metadata twine accepts."""
+    pytest.importorskip("twine")
+    (sdist,) = wheel.parent.glob("seqrep_labeler-*.tar.gz")
+    checked = _run(sys.executable, "-m", "twine", "check", "--strict", str(wheel), str(sdist))
+    assert checked.returncode == 0, checked.stdout[-2000:] + checked.stderr[-2000:]
+    assert checked.stdout.count("PASSED") == 2, checked.stdout
 
 
 def test_the_wheel_holds_the_web_page(wheel: Path) -> None:
@@ -83,10 +93,11 @@ def test_installing_keeps_the_users_torch_and_runs_the_quickstart(wheel, tmp_pat
     if _run(str(python), "-m", "pip", "--version").returncode != 0:
         pytest.skip("pip is not importable in the linked environment")
     report = tmp_path / "report.json"
-    done = _run(*pip, "install", "--no-index", "--report", str(report), str(wheel))
+    # with an extra, as a user installs it: its packages are there, so nothing more comes
+    done = _run(*pip, "install", "--no-index", "--report", str(report), f"{wheel}[serve]")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     installed = [i["metadata"]["name"].lower() for i in json.loads(report.read_text())["install"]]
-    assert installed == ["seqrep"], installed  # torch (and the rest) neither reinstalled nor
+    assert installed == ["seqrep-labeler"], installed  # torch (and the rest) neither reinstalled nor
     # upgraded: the ranges accept what the environment holds
     code = (
         "import seqrep, torch\n"
@@ -126,4 +137,4 @@ def test_the_core_alone_runs_help_version_and_predict(tmp_path, tiny):
     assert json.loads(predicted.stdout)["text"] == "Ada Lovelace wrote it."
     refused = _run(*seqrep, "report", str(tmp_path / "store.jsonl"))
     lines = refused.stderr.strip().splitlines()
-    assert refused.returncode == 2 and len(lines) == 1 and "seqrep[lab]" in lines[0], lines
+    assert refused.returncode == 2 and len(lines) == 1 and "seqrep-labeler[lab]" in lines[0], lines

@@ -31,8 +31,8 @@ def missing(extra: str, modules: tuple[str, ...] = ()) -> list[str]:
 def require(extra: str, what: str, modules: tuple[str, ...] = ()) -> None:
     """Raise one :class:`ConfigError` line when ``extra`` (or the ``modules`` of it that
     ``what`` uses) is not installed: ``what`` (a command or option) needs it, and
-    ``pip install 'seqrep[EXTRA]'`` installs it."""
+    ``pip install 'seqrep-labeler[EXTRA]'`` installs it."""
     absent = missing(extra, modules)
     if absent:
         raise ConfigError(f"{what} needs the {extra!r} extra ({', '.join(absent)} not "
-                          f"installed): pip install 'seqrep[{extra}]'")
+                          f"installed): pip install 'seqrep-labeler[{extra}]'")

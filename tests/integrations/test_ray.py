@@ -226,9 +226,9 @@ def test_without_ray_installed_the_engine_is_one_line(labeler_dir: Path, tmp_pat
     source.write_text("Obama\n", encoding="utf-8")
     code, _, err = cli(capsys, "predict", str(labeler_dir), "--input", str(source),
                        "--output", str(tmp_path / "o.jsonl"), "--engine", "ray")
-    assert code == 2 and "pip install 'seqrep[ray]'" in err
+    assert code == 2 and "pip install 'seqrep-labeler[ray]'" in err
     code, _, err = cli(capsys, "serve", str(labeler_dir), "--ray")
-    assert code == 2 and "pip install 'seqrep[ray]'" in err
+    assert code == 2 and "pip install 'seqrep-labeler[ray]'" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
 
 

@@ -19,7 +19,7 @@
   :mod:`~seqrep.export.loaders`); :func:`load_labeler` is the same from loose values, for a
   program.
 
-Both need the ``onnx`` extra: ``pip install 'seqrep[onnx]'``.
+Both need the ``onnx`` extra: ``pip install 'seqrep-labeler[onnx]'``.
 """
 
 from __future__ import annotations

@@ -331,14 +331,14 @@ def _body(repo: str, config: LabelerConfig, saved: dict[str, Any], metrics: dict
         if metrics.get("validation_source") is not None:
             lines.append(f"| validation_source | {shown_code(metrics['validation_source'])} |")
         lines.append("")
-    lines += ["## Usage", "", "Command line (`pip install seqrep`):", "", "```bash",
+    lines += ["## Usage", "", "Command line (`pip install seqrep-labeler`):", "", "```bash",
               f'seqrep predict {repo} "Angela Merkel visited Paris."',
               f"seqrep serve {repo}  # POST /v1/label", "```", "", "Python:", "", "```python",
               "from seqrep.model.labeler import SequenceLabeler",
               "from seqrep.predict import predict_text", "",
               f'labeler = SequenceLabeler.from_pretrained("{repo}")',
               'print(predict_text(labeler, ["Angela Merkel visited Paris."]))', "```", "",
-              "spaCy (`pip install 'seqrep[spacy]'`):", "", "```python", "import spacy",
+              "spaCy (`pip install 'seqrep-labeler[spacy]'`):", "", "```python", "import spacy",
               "import seqrep.serve.spacy_component", "", 'nlp = spacy.blank("en")',
               f'nlp.add_pipe("seqrep", config={{"model": "{repo}"}})',
               'print(nlp("Angela Merkel visited Paris.").ents)', "```", "",

@@ -6,5 +6,5 @@ component.
 * :mod:`seqrep.serve.spacy_component` -- ``nlp.add_pipe("seqrep", config={"model": RUN})``.
 
 Nothing here is imported by ``seqrep`` itself; the web parts need the ``serve`` extra
-(``pip install 'seqrep[serve]'``) and the component the ``spacy`` extra.
+(``pip install 'seqrep-labeler[serve]'``) and the component the ``spacy`` extra.
 """

@@ -16,7 +16,7 @@ fall inside a spaCy token cannot be an entity of that doc: it is listed in
 context labels each Doc as one document (all its sentences together), as ``seqrep predict``
 labels a text.
 
-Requires the ``spacy`` extra (``pip install 'seqrep[spacy]'``).
+Requires the ``spacy`` extra (``pip install 'seqrep-labeler[spacy]'``).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ weight decay 0.05, an effective batch of 32 (8 x 4 accumulated), 10 epochs with 
 the best epoch by validation micro-F1, at most 256 subtokens per copy, bf16 compute, labels
 read from the last layer (its main results; ``--exit-layer`` given with it cuts the model). It needs
 bitsandbytes able to quantize on the device: a CUDA GPU, or the CPU with bitsandbytes 0.50.2
-(``pip install 'seqrep[qlora]'``); options given with it still win (``--finetune lora``).
+(``pip install 'seqrep-labeler[qlora]'``); options given with it still win (``--finetune lora``).
 """
 
 from __future__ import annotations
