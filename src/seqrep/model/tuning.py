@@ -46,7 +46,8 @@ LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "query", "key", "value")
 logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
 
 # How to get what QLoRA needs (the version verified with this release, CPU and CUDA)
-QLORA_INSTALL = "pip install bitsandbytes==0.50.2 (or the extra: pip install 'seqrep-labeler[qlora]')"
+QLORA_INSTALL = ("pip install bitsandbytes==0.50.2 (or the extra: pip install "
+                 "'seqrep-labeler[qlora]')")
 
 
 def lora_targets(model: nn.Module, wanted: Sequence[str] = ()) -> list[str]:
