@@ -62,11 +62,13 @@ def test_lab_commands_without_the_lab_extra_are_one_line(tmp_path, argv) -> None
     done = _run_without({"matplotlib", "scipy", "yaml"}, argv, tmp_path)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "'lab' extra" in lines[0] and "seqrep-labeler[lab]" in lines[0], lines
+    assert len(lines) == 1, lines
+    assert "'lab' extra" in lines[0] and "seqrep-labeler[lab]" in lines[0], lines
 
 
 def test_serve_without_the_serve_extra_is_one_line(tmp_path) -> None:
     done = _run_without({"fastapi", "fastapi_offline"}, ["serve", str(tmp_path)], tmp_path)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "'serve' extra" in lines[0] and "seqrep-labeler[serve]" in lines[0], lines
+    assert len(lines) == 1, lines
+    assert "'serve' extra" in lines[0] and "seqrep-labeler[serve]" in lines[0], lines
