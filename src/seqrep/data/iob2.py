@@ -86,6 +86,22 @@ def _check_labels(sequences: Sequence[Sequence[str]], source: str | Path,
                                         "labels are case-sensitive)", line_of(i, j))
 
 
+def _check_io(sequences: Sequence[Sequence[str]], source: str | Path,
+              line_of: Callable[[int, int], int | None]) -> None:
+    """Scheme IO was given: a ``B-X`` right after a tag of type X starts a new span in IOB1
+    and IOB2, and IO would merge the two spans into one (chunk data lost 5 % of its spans)."""
+    for i, tags in enumerate(sequences):
+        for j in range(1, len(tags)):
+            prefix, label = split_tag(tags[j])
+            before = split_tag(tags[j - 1])
+            if prefix == "B" and before[0] in ("B", "I") and before[1] == label:
+                raise DataError(source, f"tag {brief(tags[j])} starts a span right after "
+                                        f"another {brief(label)} span, which scheme IO would "
+                                        "merge into one; these are IOB tags (pass scheme IOB2 "
+                                        "or IOB1, or leave the scheme out to detect it)",
+                                line_of(i, j))
+
+
 def to_iob2(sequences: Sequence[Sequence[str]], scheme: str | None, strict: bool,
             source: str | Path, line_of: Callable[[int, int], int | None]
             ) -> tuple[list[list[str]], int, str]:
@@ -117,6 +133,8 @@ def to_iob2(sequences: Sequence[Sequence[str]], scheme: str | None, strict: bool
     if scheme is None and resolved == "TOKEN":
         _check_plain(sequences, source, line_of)
         _check_letters(sequences, source, line_of)
+    if resolved == "IO":
+        _check_io(sequences, source, line_of)
     if resolved != "TOKEN":
         _check_labels(sequences, source, line_of)
     out: list[list[str]] = []
