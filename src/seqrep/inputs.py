@@ -196,6 +196,40 @@ def _parquet_records(path: Path, words: bool, skip: int
         yield n, text, pre or words, doc
 
 
+def _tag_like(column: str) -> bool:
+    """A CoNLL tag column's value: ``O``, or a prefix and a label (``B-NP``, ``I-PER``)."""
+    return column == "O" or (len(column) > 2 and column[0] in "BIESLU" and column[1] == "-")
+
+
+def looks_like_conll(path: Path, lines: int = 200) -> bool:
+    """Whether a plain prediction input is a CoNLL column file rather than texts: in its first
+    ``lines`` lines, three or more non-blank lines, each of two or more space- or
+    tab-separated columns as many as the others, the last a tag (``O``, ``B-NP``) on nine in
+    ten of them and ``O`` on one at least, and a blank line between sentences (or a
+    ``-DOCSTART-`` line). Texts whose lines all end in a tag do not happen; such a file
+    labeled line by line labels its columns (``NNP``, ``B-NP``) as words."""
+    if is_parquet(path) or Path(path).suffix.lower() == ".jsonl":
+        return False
+    rows: list[list[str]] = []
+    blank = False
+    try:
+        for n, line in read_lines(path):
+            if n > lines:
+                break
+            if not line.strip():
+                blank = blank or bool(rows)
+                continue
+            rows.append(line.split())
+    except DataError:
+        return False  # not UTF-8 or unreadable: reading it says so
+    if len(rows) < 3 or len({len(r) for r in rows}) != 1 or len(rows[0]) < 2:
+        return False
+    tags = [r[-1] for r in rows]
+    docstart = rows[0][0] == "-DOCSTART-"
+    return (blank or docstart) and "O" in tags and \
+        sum(map(_tag_like, tags)) >= 0.9 * len(tags)
+
+
 def count_records(path: Path) -> int:
     """How many texts a prediction input holds: its lines, or a parquet file's rows."""
     if is_parquet(path):  # every row group read and checked, the count from the footer

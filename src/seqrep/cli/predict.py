@@ -88,6 +88,8 @@ def predict(
     if output_format not in ("jsonl", "conll"):
         raise ConfigError(f"--format {output_format!r}; expected jsonl or conll")
     _check_engine(engine, actors, address, input, output)
+    if input is not None:
+        _check_input(input)
     if output is not None:
         if input is None:
             raise ConfigError("--output needs --input FILE (the texts to label)")
@@ -99,6 +101,22 @@ def predict(
         _file_to_stdout(run, input, settings, words, output_format)
     else:
         _texts_to_stdout(run, _texts(text), settings, words, output_format)
+
+
+def _check_input(input: Path) -> None:
+    """An input file read before anything loads: a CoNLL column file is refused (its columns
+    would be labeled as words), an empty one said on stderr (nothing to label is no error)."""
+    from seqrep.errors import ConfigError
+    from seqrep.inputs import count_records, is_parquet, looks_like_conll
+
+    if looks_like_conll(input):
+        raise ConfigError(f"{input} looks like a CoNLL column file (words and tags in columns, "
+                          "blank lines between sentences), and --input reads one text per "
+                          "line; give plain text, or each sentence's words on one line with "
+                          "--words (to score a labeled file: seqrep evaluate RUN --dataset FILE)")
+    if input.is_file() and (input.stat().st_size == 0 if not is_parquet(input)
+                            else count_records(input) == 0):
+        typer.echo(f"note: {input} is empty: nothing to label", err=True)
 
 
 def _check_engine(engine: str, actors: int, address: str | None, input: Path | None,
@@ -130,6 +148,8 @@ def _texts(text: str | None) -> list[str]:
         texts = _lines(_stdin()) if text == "-" or not sys.stdin.isatty() else []
         if text is None and not texts:
             raise ConfigError("give TEXT, --input FILE, or '-' to read stdin")
+        if not texts:
+            typer.echo("note: stdin is empty: nothing to label", err=True)
         return texts
     try:
         text.encode("utf-8")
