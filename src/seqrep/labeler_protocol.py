@@ -34,11 +34,11 @@ class Labeler(Protocol):
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
                     batch_tokens: int | None = ..., *,
-                    docs: Sequence[Hashable | None] | None,
+                    docs: Sequence[Hashable | None] | None = None,
                     items: Sequence[Item] | None = None) -> list[torch.Tensor]:
-        """One ``(words, num_labels)`` tensor of logits per sentence; ``docs`` (required, so
-        a call that forgets them fails): each sentence's document id, read where the
-        labeler's rows hold documents (None: each sentence alone, said at the call;
+        """One ``(words, num_labels)`` tensor of logits per sentence; ``docs``: each
+        sentence's document id, read where the labeler's rows hold documents (None, the
+        default: each sentence alone;
         :class:`seqrep.documents.Grouped` carries words and ids together);
         ``items``: the sentences' rows already built by ``encoder.items``, not built again."""
         ...

@@ -19,7 +19,7 @@ from seqrep.tasks import task_of
 
 def predict_tags(labeler: Labeler, sentences: Sequence[Sequence[str]],
                  decoding: str | None = None, batch_size: int = 32, *,
-                 docs: Sequence[Any] | None) -> list[tuple[list[str], list[float]]]:
+                 docs: Sequence[Any] | None = None) -> list[tuple[list[str], list[float]]]:
     """Tags and per-word probabilities for each word list.
 
     Args:
@@ -28,7 +28,7 @@ def predict_tags(labeler: Labeler, sentences: Sequence[Sequence[str]],
         decoding: ``greedy`` or ``constrained``; default: the labeler's own setting.
         batch_size: sentences per forward pass.
         docs: each sentence's document id (read with ``context="document"``), or None
-            for each sentence alone; required, so a call that forgets them fails.
+            (the default) for each sentence alone.
     """
     logits = labeler.word_logits(sentences, batch_size, docs=docs) if sentences else []
     return decode_logits(labeler, sentences, logits, decoding)

@@ -32,6 +32,7 @@ from seqrep.export.folder import (
     load_tokenizer,
     read_meta,
 )
+from seqrep.labeler_methods import LabelerMethods
 from seqrep.model.backbone import BackboneInfo
 from seqrep.model.checks import check_files
 from seqrep.model.device import Placement
@@ -43,11 +44,12 @@ def is_export(path: str | Path) -> bool:
     return (Path(path) / META_FILE).is_file()
 
 
-class OnnxLabeler(EncodesSentences):
+class OnnxLabeler(LabelerMethods, EncodesSentences):
     """An exported labeler on ONNX Runtime (CPU).
 
-    Build one with :meth:`from_pretrained`. Several threads may call it at once (ONNX
-    Runtime sessions and the Encoder are thread-safe).
+    Build one with :meth:`from_pretrained`; label with :meth:`predict` or
+    :meth:`predict_words` and score with :meth:`evaluate`, as a SequenceLabeler. Several
+    threads may call it at once (ONNX Runtime sessions and the Encoder are thread-safe).
 
     Attributes:
         config: the labeler's :class:`~seqrep.config.LabelerConfig`.
@@ -193,7 +195,7 @@ class OnnxLabeler(EncodesSentences):
 
     def map_words(self, sentences: Sequence[Sequence[str]],
                   fn: Callable[[Batch], torch.Tensor], batch_size: int = 32,
-                  batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None,
+                  batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None = None,
                   items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """Run ``fn`` (a batch -> ``(W, ...)`` rows) over ``sentences`` and reassemble one
         ``(words, ...)`` tensor per sentence, in input order (as SequenceLabeler does, with
@@ -202,13 +204,13 @@ class OnnxLabeler(EncodesSentences):
             sentences, batch_size, batch_tokens, docs, items)))
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None,
+                    batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None = None,
                     items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """One ``(words, num_labels)`` tensor of logits per sentence."""
         return self.map_words(sentences, self, batch_size, batch_tokens, docs=docs, items=items)
 
     def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None
+                    batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None = None
                     ) -> list[torch.Tensor]:
         """One ``(words, H)`` tensor of exit-layer states per sentence."""
         if "states" not in self._outputs:

@@ -27,6 +27,7 @@ from seqrep.encode.batch import Batch
 from seqrep.encode.pipeline import Encoder, EncodesSentences, fit_positions, per_sentence
 from seqrep.encode.rows import Item
 from seqrep.errors import ConfigError
+from seqrep.labeler_methods import LabelerMethods
 from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone
 from seqrep.model.casts import WeightCasts
 from seqrep.model.device import DTYPES, Placement
@@ -36,10 +37,13 @@ from seqrep.model.labeler_config import LabelerConfig
 from seqrep.model.masks import Unmasker, unmasked_layers
 
 
-class SequenceLabeler(EncodesSentences, nn.Module):
+class SequenceLabeler(LabelerMethods, EncodesSentences, nn.Module):
     """A word-level tagger on top of any transformers backbone.
 
-    Build one with :meth:`from_model` (new head) or :meth:`from_pretrained` (a saved run).
+    Build one with :meth:`from_model` (new head) or :meth:`from_pretrained` (a saved run, or
+    ``org/name`` on the Hub); label with :meth:`predict` (raw text) or :meth:`predict_words`,
+    score with :meth:`evaluate` (the methods of every labeler, from
+    :class:`~seqrep.labeler_methods.LabelerMethods`).
     """
 
     runtime = "torch"  # what runs the forward pass (OnnxLabeler: "onnx")
@@ -249,13 +253,13 @@ class SequenceLabeler(EncodesSentences, nn.Module):
     @torch.no_grad()
     def map_words(self, sentences: Sequence[Sequence[str]],
                   fn: Callable[[Batch], torch.Tensor], batch_size: int = 32,
-                  batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None,
+                  batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None = None,
                   items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """Run ``fn`` (a batch -> ``(W, ...)`` per-word rows) over ``sentences`` in inference
         mode and reassemble one ``(words, ...)`` tensor per sentence, in input order.
-        ``docs`` (required: no default silently means none): each sentence's document id,
-        read with ``context="document"`` (see :meth:`~seqrep.encode.pipeline.Encoder.items`),
-        or None for each sentence alone; ``items``: the rows of ``sentences``
+        ``docs``: each sentence's document id, read with ``context="document"`` (see
+        :meth:`~seqrep.encode.pipeline.Encoder.items`), or None (the default) for each
+        sentence alone; ``items``: the rows of ``sentences``
         already built by ``encoder.items(sentences, docs=docs)``, computed as they are.
 
         Dropout is off inside (the module's own training flag is left as it is, so a pass
@@ -268,7 +272,7 @@ class SequenceLabeler(EncodesSentences, nn.Module):
                                                    items)))
 
     def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None
+                    batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None = None
                     ) -> list[torch.Tensor]:
         """One ``(words, H)`` tensor of exit-layer states per sentence (``docs``: see
         :meth:`map_words`)."""
@@ -276,7 +280,7 @@ class SequenceLabeler(EncodesSentences, nn.Module):
                               batch_size, batch_tokens, docs=docs)
 
     def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
-                    batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None,
+                    batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None = None,
                     items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """One ``(words, num_labels)`` tensor of logits per sentence (``docs`` and
         ``items``: see :meth:`map_words`)."""
@@ -285,7 +289,7 @@ class SequenceLabeler(EncodesSentences, nn.Module):
 
     def layer_states(self, sentences: Sequence[Sequence[str]], layers: Sequence[int],
                      batch_size: int = 32, batch_tokens: int | None = BATCH_TOKENS, *,
-                     docs: Sequence[Any] | None) -> list[torch.Tensor]:
+                     docs: Sequence[Any] | None = None) -> list[torch.Tensor]:
         """Probe mode: word states of several layers from one forward pass.
 
         Args:
