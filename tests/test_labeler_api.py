@@ -120,6 +120,16 @@ def test_evaluate_gives_the_scores_seqrep_evaluate_prints(saved, capsys, tmp_pat
         == {k: expected[k] for k in ("f1", "precision", "recall", "per_label", "sentences")}
 
 
+def test_from_pretrained_by_hub_name_predicts_as_the_folder(saved, tmp_path,
+                                                           monkeypatch) -> None:
+    from hubcache import folder_files, lay_out_cache, use_cache
+
+    folder, lab = saved
+    root = use_cache(tmp_path / "hf-cache", monkeypatch)
+    lay_out_cache(root, "acme/api-ner", folder_files(folder))
+    assert SequenceLabeler.from_pretrained("acme/api-ner").predict(TEXTS) == lab.predict(TEXTS)
+
+
 def test_docs_are_keyword_optional(saved) -> None:
     from seqrep.predict import predict_tags
 
@@ -187,7 +197,7 @@ def test_the_onnx_labeler_predicts_as_the_torch_labeler(saved, tmp_path) -> None
     from seqrep.export.runtime import OnnxLabeler
 
     folder, lab = saved
-    export_onnx(folder, tmp_path / "onnx")
+    export_onnx(folder, tmp_path / "onnx", check=False)  # parity: below
     onnx = OnnxLabeler.from_pretrained(tmp_path / "onnx")
     want, got = lab.predict(TEXTS), onnx.predict(TEXTS)
     strip = [{**r, "spans": [{k: v for k, v in s.items() if k != "score"} for s in r["spans"]]}
