@@ -6,7 +6,7 @@ if [ ! -x .venv/bin/python ]; then
   "${PYTHON:-python3}" -m venv .venv
 fi
 . .venv/bin/activate
-echo "setup: installing into .venv (about 2 GB with the CPU build of torch): torch 2.13.0, seqrep with every" >&2
+echo "setup: installing into .venv (about 3 GB with the CPU build of torch, several GB more with the CUDA build): torch 2.13.0, seqrep with every" >&2
 echo "setup: extra at the versions in constraints.txt (dev: pytest, ruff; serve: fastapi, uvicorn;" >&2
 echo "setup: spacy; onnx: onnxruntime; qlora: bitsandbytes; lab: matplotlib, scipy; gguf; datasets;" >&2
 echo "setup: ray: Ray Data and Ray Serve; docs: mkdocs)," >&2
