@@ -78,3 +78,57 @@ def test_an_empty_input_is_said_on_stderr(folder: Path, tmp_path: Path) -> None:
         ran = seqrep("predict", str(folder), *args, input=stdin)
         assert ran.returncode == 0 and ran.stdout == "", ran.stderr
         assert "nothing to label" in ran.stderr, ran.stderr
+
+
+FAST = {"repetitions": 1, "exit_layer": 2, "epochs": 1, "batch_size": 8, "finetune": "frozen"}
+
+
+def test_train_file_with_a_dataset_name_is_refused(tiny, tmp_path: Path) -> None:
+    from support import write_corpus
+
+    corpus = write_corpus(tmp_path / "train.conll", 12)
+    out = tmp_path / "run"
+    ran = seqrep("train", "--train", str(corpus), "--dataset", "conll2003", "--model",
+                 tiny("llama"), "-r", "1", "--exit-layer", "2", "--epochs", "1", "-o", str(out),
+                 "--test-split", "", "-q")
+    assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stderr
+    assert "--train" in ran.stderr and "--dataset conll2003" in ran.stderr
+    assert not out.exists()
+
+
+def test_task_tokens_on_span_data_is_refused(tiny, tmp_path: Path) -> None:
+    from seqrep.errors import ConfigError
+    from seqrep.fit import train_labeler
+    from support import write_corpus
+
+    corpus = write_corpus(tmp_path / "train.conll", 12)
+    with pytest.raises(ConfigError) as err:
+        train_labeler(str(corpus), model=tiny("llama"), output=tmp_path / "run", quiet=True,
+                      task="tokens", **FAST)
+    assert "--task spans" in str(err.value) and "I-PER" in str(err.value), err.value
+    assert "\n" not in str(err.value)
+
+
+def test_train_labeler_says_overwrite_true_from_python(tiny, tmp_path: Path) -> None:
+    from seqrep.errors import SeqrepError
+    from seqrep.fit import train_labeler
+
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    with pytest.raises(SeqrepError) as err:
+        train_labeler([(["Ann", "left"], ["B-PER", "O"])] * 4, model=tiny("llama"),
+                      output=out, quiet=True, **FAST)
+    assert "overwrite=True" in str(err.value) and "--overwrite" not in str(err.value), err.value
+    assert (out / "mine.txt").read_text() == "keep"
+
+
+def test_train_labeler_accepts_max_steps(tiny, tmp_path: Path) -> None:
+    from seqrep.fit import train_labeler
+
+    pairs = [(["Ann", "left", "Paris"], ["B-PER", "O", "B-LOC"])] * 40
+    labeler, metrics = train_labeler(pairs, model=tiny("llama"), output=tmp_path / "run",
+                                     quiet=True, max_steps=2, eval_every=1,
+                                     **{**FAST, "epochs": 3})
+    assert metrics["status"] == "interrupted" and metrics["step"] == 2, metrics
+    assert labeler.config.labels

@@ -208,12 +208,17 @@ def train_labeler(train: CorpusLike, validation: CorpusLike | None = None,
 
     Returns:
         ``(labeler, metrics)``: the run's best model, loaded, and what ``metrics.json``
-        holds (scores as fractions).
+        holds (scores as fractions); when ``max_steps`` stopped the run, the best model so
+        far and ``{"status": "interrupted", "step": N}`` (``resume=True`` continues it).
     """
     from seqrep.config import LabelerConfig, TrainConfig
     from seqrep.model.labeler import SequenceLabeler
     from seqrep.train.run import train as run_training
 
+    if not resume:  # the run checks it too, but in the command line's words (--overwrite)
+        from seqrep.files.owner import check_folder
+
+        check_folder(Path(output), overwrite, option="output=", hint="overwrite=True")
     train, validation, test = _dataset_dict_splits(train, validation, test)
     named = isinstance(train, (str, Path))
     labeler_settings, train_settings, reader = _settings(settings)
@@ -236,7 +241,9 @@ def train_labeler(train: CorpusLike, validation: CorpusLike | None = None,
                            TrainConfig(**splits, **train_settings), output,
                            overwrite=overwrite, resume=resume, quiet=quiet,
                            reader_options=reader if on_disk else None)
-    if metrics.get("status") != "finished":
-        raise ConfigError(f"{output}: training stopped at step {metrics.get('step')} "
-                          "(max_steps); continue with resume=True")
+    if metrics.get("status") != "finished" and not (Path(output) / "best").is_dir():
+        raise ConfigError(f"{output}: max_steps stopped the run at step {metrics.get('step')}, "
+                          "before its first evaluation, so there is no best model yet; "
+                          "continue with resume=True, or evaluate sooner (eval_every=)")
+    # stopped at max_steps: the best model so far, and metrics with status "interrupted"
     return SequenceLabeler.from_pretrained(output), metrics

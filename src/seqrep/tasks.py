@@ -267,6 +267,12 @@ def resolve_task(name: str, sentences: Sequence[Sentence]) -> Task:
     """The task a ``task`` setting means for training data: ``auto`` is ``tokens`` when every
     word has its own plain tag (readers store a plain tag X as ``B-X``: no word is ``O`` or
     ``I-``), as in POS tagging, else ``spans``."""
+    if name == TOKENS.name:  # readers store a plain tag X as B-X: an I- tag is a span's
+        inside = next((t for s in sentences for t in s.tags if t.startswith("I-")), None)
+        if inside is not None:
+            raise ConfigError(f"--task tokens (task='tokens'), but the training data has span "
+                              f"tags ({inside}: IOB tags); pass --task spans (or leave the "
+                              "task auto) to label spans")
     if name != AUTO:
         return task_of(name)
     plain = all(t.startswith("B-") for s in sentences for t in s.tags)

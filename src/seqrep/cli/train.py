@@ -79,13 +79,32 @@ def train_command(values: dict[str, Any]) -> None:
 def configs(values: dict[str, Any]) -> tuple[LabelerConfig, TrainConfig, ReaderConfig]:
     """The configs a training command's options give (``--train``, ``--validation`` and
     ``--test`` set the dataset and splits they name)."""
+    from seqrep.errors import ConfigError
+
+    ctx = values.get("ctx")
     for name, field in (("train", "dataset"), ("validation", "eval_split"),
                         ("test", "test_split")):
         if values.get(name):
+            flag = f"--{field.replace('_', '-')}"
+            if _given(ctx, field) and values.get(field) != values[name]:
+                raise ConfigError(f"--{name} {values[name]} and {flag} {values[field]} name "
+                                  f"two {'datasets' if name == 'train' else 'splits'}; give "
+                                  f"one of them (--{name} sets {flag})")
             values[field] = values[name]
     return (LabelerConfig(**config_values(LabelerConfig, values, SKIP_LABELER)),
             TrainConfig(**config_values(TrainConfig, values)),
             ReaderConfig(**config_values(ReaderConfig, values, ("format",))))
+
+
+def _given(ctx: Any, name: str) -> bool:
+    """Whether option ``name`` was given (on the command line or by its environment
+    variable), not left at its default."""
+    if ctx is None:
+        return False
+    from typer._click.core import ParameterSource
+
+    return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE,
+                                              ParameterSource.ENVIRONMENT)
 
 
 def outcome(metrics: dict[str, Any], values: dict[str, Any]) -> str:

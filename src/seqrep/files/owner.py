@@ -149,10 +149,12 @@ def _own_temporary(rel: str, files: set[str]) -> bool:
 
 
 def check_folder(root: Path, overwrite: bool, option: str = "--output",
-                 what: str = "folder") -> None:
+                 what: str = "folder", hint: str = "--overwrite") -> None:
     """Refuse, before anything is touched, to write into ``root`` what would lose a file:
     a link or a file in its place; a non-empty folder without ``overwrite``; with it, a
-    folder holding any file seqrep did not write there (named)."""
+    folder holding any file seqrep did not write there (named). ``option`` and ``hint`` are
+    how the caller names the path and the overwrite switch (``output=``, ``overwrite=True``
+    from Python)."""
     root = Path(root)
     if root.is_symlink():
         raise NotOwned(f"{option} {root} is a link; expected a {what} path (seqrep does not "
@@ -162,15 +164,15 @@ def check_folder(root: Path, overwrite: bool, option: str = "--output",
     if not root.exists() or not any(root.iterdir()):
         return
     if not overwrite:
-        raise NotOwned(f"{option} {root} exists and is not empty; pass --overwrite to replace "
+        raise NotOwned(f"{option} {root} exists and is not empty; pass {hint} to replace "
                        f"it, or choose another path")
     if read_manifest(root) is None:
         raise NotOwned(f"{option} {root} has no {MANIFEST}, so seqrep did not write it (or an "
-                       f"older version did); --overwrite removes only what seqrep wrote: "
+                       f"older version did); {hint} removes only what seqrep wrote: "
                        f"remove the folder yourself or choose another path")
     first = unowned(root)
     if first is not None:
-        raise NotOwned(f"{option} {root}: {first} was not written by seqrep; --overwrite "
+        raise NotOwned(f"{option} {root}: {first} was not written by seqrep; {hint} "
                        f"removes only what seqrep wrote, so move it away or choose another "
                        f"path")
 
