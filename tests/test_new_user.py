@@ -97,9 +97,10 @@ def test_train_file_with_a_dataset_name_is_refused(tiny, tmp_path: Path) -> None
 
 
 def test_task_tokens_on_span_data_is_refused(tiny, tmp_path: Path) -> None:
+    from support import write_corpus
+
     from seqrep.errors import ConfigError
     from seqrep.fit import train_labeler
-    from support import write_corpus
 
     corpus = write_corpus(tmp_path / "train.conll", 12)
     with pytest.raises(ConfigError) as err:
