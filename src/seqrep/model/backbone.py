@@ -122,7 +122,11 @@ def load_backbone(name: str, exit_layer: int | str | None = None, final_norm: bo
     kw = {"trust_remote_code": trust_remote_code}
     tokenizer_source = tokenizer or source
     for folder in {source, tokenizer_source}:
-        check_files(Path(folder))
+        # a base model: links may point anywhere the user keeps models, but not out of a
+        # Hub snapshot's own repository (a labeler's own tokenizer folder was checked with
+        # its folder); devices, pipes and giants are refused either way
+        check_files(Path(folder), within=Path(source).parent.parent
+                    if hub is not None and folder == source else Path("/"))
     try:
         with quiet_transformers():
             config = AutoConfig.from_pretrained(source, **kw)

@@ -31,21 +31,24 @@ SIZE_LIMITS = {"num_hidden_layers": 1024, "hidden_size": 1 << 16, "vocab_size": 
                "max_position_embeddings": 1 << 24}
 
 
-def check_files(folder: Path) -> None:
-    """Every entry of ``folder`` is a regular file or a folder (a link to ``/dev/zero`` or a
-    pipe would be read forever), and settings and text files have sane sizes."""
-    if not folder.is_dir():
+def _limit(rel: str) -> int | None:
+    name = rel.rsplit("/", 1)[-1]
+    return (MAX_SETTINGS_BYTES if name in SETTINGS_FILES
+            else MAX_TEXT_BYTES if Path(name).suffix in TEXT_SUFFIXES else None)
+
+
+def check_files(folder: Path, within: Path | None = None) -> None:
+    """Every entry under ``folder`` is a regular file or a folder (a link to ``/dev/zero`` or
+    a pipe would be read forever), settings and text files have sane sizes, and no link
+    leaves ``within`` (default: ``folder`` itself, as for a run folder, a labeler folder or
+    an export shared by anyone; a snapshot in huggingface_hub's cache passes its repository
+    folder, whose ``blobs/`` its links point into; a base model named on the command line
+    passes ``/``). Checked through the one reader, :func:`seqrep.files.reader.check_folder`."""
+    from seqrep.files.reader import check_folder
+
+    if not (folder.is_dir() or folder.is_symlink()):
         return
-    for entry in folder.iterdir():
-        if not (entry.is_file() or entry.is_dir()):
-            raise ModelError(f"{entry}: not a regular file (a device, pipe or broken link); "
-                             f"a model folder holds files only")
-        if entry.is_file():
-            limit = (MAX_SETTINGS_BYTES if entry.name in SETTINGS_FILES
-                     else MAX_TEXT_BYTES if entry.suffix in TEXT_SUFFIXES else None)
-            if limit is not None and entry.stat().st_size > limit:
-                raise ModelError(f"{entry}: {entry.stat().st_size} bytes; a file of this kind "
-                                 f"holds at most {limit}")
+    check_folder(folder, ModelError, within=within or folder, limit=_limit)
 
 
 def check_sizes(config: Any, source: str) -> None:

@@ -202,6 +202,15 @@ def model_dir(path: Path) -> Path:
     return path / "best" if (path / "best" / "config.json").exists() else path
 
 
+def _check_tree(path: Path) -> None:
+    """A labeler folder holds regular files only, and no link leaves it (a snapshot in
+    huggingface_hub's cache: none leaves its repository's folder), before anything reads it."""
+    from seqrep.model.checks import check_files
+    from seqrep.model.hub import snapshot_of
+
+    check_files(path, within=path.parent.parent if snapshot_of(path) else path)
+
+
 def read_json(path: Path, what: str) -> object:
     """A small JSON file of a labeler folder, through :func:`seqrep.files.atomic.read_json` (a link
     to ``/dev/zero``, a folder, binary, deep nesting or a huge number is one line, not a hang,
@@ -344,6 +353,7 @@ def load_labeler(cls: type[L], path: Path, trust_remote_code: bool = False,
             bitsandbytes could load the 4-bit one (an ONNX export merges it there).
     """
     path = model_dir(path)
+    _check_tree(path)
     saved = read_config(path)
     config = saved.replace(trust_remote_code=trust_remote_code)
     tokenizer = str(path / "tokenizer")

@@ -132,7 +132,7 @@ def check_student(config: LabelerConfig) -> Any:
     from seqrep.model.checks import check_files
 
     source = resolve_source(config.model)
-    check_files(Path(source))
+    check_files(Path(source), within=Path("/"))  # a base model, as load_backbone's
     try:
         from transformers import AutoConfig
 

@@ -164,7 +164,7 @@ def model_depth(name: str, trust_remote_code: bool = False) -> tuple[int, bool] 
         if source is None or not (source / "config.json").is_file():
             return None
         name = str(source)
-    check_files(Path(name))  # no link to /dev/zero for a config.json
+    check_files(Path(name), within=Path("/"))  # no link to /dev/zero for a config.json
     try:
         from transformers import AutoConfig
         from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
