@@ -35,13 +35,20 @@ def _commands(command: Any, ctx: Any, path: list[str]) -> list[tuple[list[str], 
     return found
 
 
+def help_markdown(text: str) -> str:
+    """A command's help as Markdown text: typer's no-rewrap marks dropped, and a line that
+    starts with '#' (predict's "#hashtags kept whole") escaped, or it would be a heading."""
+    lines = text.replace("\b\n", "\n").splitlines()
+    return "\n".join("\\" + line if line.lstrip().startswith("#") else line for line in lines)
+
+
 def _section(path: list[str], command: Any, ctx: Any) -> str:
     """One command's section: heading, help text, usage and its parameters by panel."""
     level = "#" * min(len(path) + 1, 4)
     lines = [f"{level} `{' '.join(path)}`", ""]
     help_text = (command.help or "").strip()
     if help_text:
-        lines += [help_text.replace("\b\n", "\n"), ""]
+        lines += [help_markdown(help_text), ""]
     usage = command.get_usage(ctx).strip()
     lines += ["```text", usage, "```", ""]
     panels: dict[str, list[tuple[str, str]]] = {}

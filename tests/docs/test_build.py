@@ -48,3 +48,32 @@ def test_the_api_reference_documents_the_public_names(site: Path) -> None:
              "model.labeler.SequenceLabeler.from_pretrained"]  # members, from the docstrings
     missing = [name for name in names if f'id="seqrep.{name}"' not in html]
     assert not missing, f"the API reference lacks {missing}"
+
+
+def test_the_cli_reference_contents_list_every_command(site: Path) -> None:
+    """The page's table of contents (the right-hand sidebar) names every command: a help
+    line starting with '#' ("#hashtags kept whole" in predict's) once became a heading of
+    its own, and the contents stopped at predict, 6 of 14 commands."""
+    import re
+
+    import typer.main
+
+    from seqrep.cli.app import app
+
+    html = (site / "reference/cli/index.html").read_text(encoding="utf-8")
+    start = html.find("md-nav--secondary")
+    contents = set(re.findall(r'href="#([^"]+)"', html[start:html.find("md-content", start)]))
+    root = typer.main.get_command(app)
+    missing = [name for name in root.commands if f"seqrep-{name}" not in contents]
+    assert not missing, f"the CLI reference's contents lack {missing}"
+    assert not re.search(r"<h1[^>]*>(?!Command line)", html), "a help line became a title"
+
+
+def test_a_help_line_starting_with_a_hash_stays_text() -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "hooks"))
+    import cli_reference
+
+    text = cli_reference.help_markdown("split as in CoNLL, and\n#hashtags kept whole")
+    assert not any(line.startswith("#") for line in text.splitlines()), text
