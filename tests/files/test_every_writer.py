@@ -117,8 +117,8 @@ def test_report_keeps_a_users_file_and_a_linked_record(world, tmp_path: Path, ca
     (out / "NOTES.md").write_bytes(NOTE)
     mine = tmp_path / "mine.txt"
     mine.write_bytes(NOTE)
-    (out / ".seqrep-report.json").unlink()
-    os.symlink(mine, out / ".seqrep-report.json")
+    (out / ".seqrep-files.json").unlink()
+    os.symlink(mine, out / ".seqrep-files.json")
     code, _, err = cli(capsys, "report", str(store), "--out", str(out))
     assert code in (0, 2) and len(err.strip().splitlines()) <= 1, err
     assert (out / "NOTES.md").read_bytes() == NOTE and mine.read_bytes() == NOTE

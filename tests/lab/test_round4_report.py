@@ -1,5 +1,5 @@
 """``seqrep report --out DIR`` writes only into a new or empty folder, or one a report wrote
-before (its ``.seqrep-report.json`` lists what it wrote), and never over a file it did not
+before (its ``.seqrep-files.json`` lists what it wrote), and never over a file it did not
 write (issue 37, item 4); every JSON it reads (a run folder's ``run.json`` and
 ``metrics.json``, a ``--bench`` file) and the ``--notes`` file go through one bounded reader,
 so a link to ``/dev/zero`` or a FIFO is one line, not a hang (issue 37, item 5)."""
@@ -17,7 +17,7 @@ import pytest
 from seqrep.lab.results import append_record
 from tests.inprocess import seqrep
 
-MARKER = ".seqrep-report.json"
+MARKER = ".seqrep-files.json"  # the owner's list, seqrep.files.owner
 
 
 def _record(dataset: str = "conll2003", seed: int = 1, f1: float = 0.8) -> dict:
@@ -98,7 +98,11 @@ def test_a_report_folder_is_written_again_but_a_users_file_in_it_is_not(
 
 
 @pytest.mark.parametrize("content", ["[]", "not json", '{"files": "results.md"}',
-                                     '{"files": ["../escape.md"]}'])
+                                     '{"files": ["../escape.md"]}',
+                                     '{"format": "seqrep-files", "kind": "report", '
+                                     '"files": ["../escape.md"]}',
+                                     '{"format": "seqrep-files", "kind": "run", '
+                                     '"files": ["results.md"]}'])
 def test_a_marker_that_is_no_report_record_is_refused(store: Path, tmp_path: Path,
                                                       content: str) -> None:
     out = tmp_path / "report"
@@ -175,3 +179,19 @@ def test_a_bench_file_that_is_no_bench_record_is_one_line(store: Path, tmp_path:
     _refused(seqrep("report", str(store), "--bench", str(bench), "--out",
                     str(tmp_path / "out")), "bench.json")
     assert not (tmp_path / "out").exists()
+
+
+def test_an_older_reports_list_is_carried_over(store: Path, tmp_path: Path) -> None:
+    """A folder an older seqrep's report wrote keeps .seqrep-report.json: its files are still
+    the report's to replace, and the list moves into the owner's manifest."""
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "results.md").write_text("old report")
+    (out / ".seqrep-report.json").write_text(json.dumps({"written_by": "seqrep report",
+                                                         "files": ["results.md"]}))
+    (out / "mine.txt").write_text("mine")
+    assert seqrep("report", str(store), "--out", str(out)).returncode == 0
+    assert (out / "results.md").read_text() != "old report"
+    assert (out / "mine.txt").read_text() == "mine"
+    assert not (out / ".seqrep-report.json").exists()
+    assert "results.md" in json.loads((out / MARKER).read_text())["files"]

@@ -73,8 +73,11 @@ def read_manifest(root: Path) -> tuple[str, set[str]] | None:
             raise ValueError("expected {'format': 'seqrep-files', 'kind', 'files'}")
     except (ValueError, RecursionError) as err:
         raise NotOwned(f"{path}: not seqrep's list of the files it wrote ({err})") from None
-    files = {f for f in data["files"] if _plain_relative(f)}
-    return data["kind"], files
+    bad = next((f for f in data["files"] if not _plain_relative(f)), None)
+    if bad is not None:  # a list naming ../x or /x is no list of this folder's files
+        raise NotOwned(f"{path}: names {bad[:80]!r}, not a path inside its folder; not "
+                       f"seqrep's list of the files it wrote")
+    return data["kind"], set(data["files"])
 
 
 def _plain_relative(rel: str) -> bool:
@@ -87,6 +90,12 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def write_list(root: Path, kind: str, files: set[str]) -> None:
+    """Write ``root``'s manifest listing ``files`` (a writer that keeps its own list of names
+    in a folder it shares with the user's files: ``seqrep report --out``)."""
+    _write_manifest(Path(root), kind, set(files))
 
 
 def _write_manifest(root: Path, kind: str, files: set[str]) -> None:

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.errors import ConfigError, first_line
-from seqrep.files.atomic import read_json, write_json, write_text
+from seqrep.files.atomic import read_json, write_text
+from seqrep.files.owner import MANIFEST, NotOwned, read_manifest, write_list
 from seqrep.lab.plots import plots
 from seqrep.lab.results import read_sources, unique_runs
 from seqrep.lab.stats import VARIED, group, paired, strategy, summarize
@@ -28,7 +29,8 @@ __all__ = ["MARKER", "VARIED", "group", "markdown", "paired", "paired_markdown",
 
 # written into every report folder, listing the files the report wrote: a later report
 # replaces those and nothing else, so a folder of the user's own files is never written over
-MARKER = ".seqrep-report.json"
+MARKER = MANIFEST  # the owner's list of what seqrep wrote (seqrep.files.owner)
+LEGACY_MARKER = ".seqrep-report.json"  # the list an older seqrep kept, read once
 _STAGING = ".seqrep-report.tmp-"  # the folder a report is made in before it is moved in
 MAX_NOTES_BYTES = 1 << 22  # a page of Markdown is a few kB; docs/results-notes.md is 30
 
@@ -126,14 +128,25 @@ def report_files(out: Path) -> set[str]:
     if not entries:
         return set()
     marker = out / MARKER
-    if not (marker.exists() or marker.is_symlink()):
+    if marker.exists() or marker.is_symlink():
+        try:
+            listed = read_manifest(out)
+        except NotOwned as err:
+            raise ConfigError(str(err)) from None
+        if listed is None or listed[0] != "report" or not all(_plain_name(f)
+                                                             for f in listed[1]):
+            raise ConfigError(f"{marker}: not a seqrep report's list (expected kind 'report' "
+                              f"and the names of the files it wrote)")
+        return set(listed[1])
+    legacy = out / LEGACY_MARKER
+    if not (legacy.exists() or legacy.is_symlink()):
         raise ConfigError(f"--out {out} holds files no seqrep report wrote (it has no "
                           f"{MARKER}); expected a new or empty folder, or one a report wrote "
-                          "(a report folder from an older seqrep has no marker: remove it)")
-    data = read_json(marker, "a seqrep report record", ConfigError)
+                          "(a report folder from an older seqrep has no list: remove it)")
+    data = read_json(legacy, "a seqrep report record", ConfigError)
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, list) or not all(_plain_name(f) for f in files):
-        raise ConfigError(f"{marker}: not a seqrep report record (expected \"files\": a list "
+        raise ConfigError(f"{legacy}: not a seqrep report record (expected \"files\": a list "
                           "of the file names the report wrote)")
     return set(files)
 
@@ -141,7 +154,7 @@ def report_files(out: Path) -> set[str]:
 def _plain_name(name: Any) -> bool:
     """A file name inside the folder: no path separator, not ``.`` or ``..``, not the
     marker itself."""
-    return (isinstance(name, str) and name not in ("", ".", "..", MARKER)
+    return (isinstance(name, str) and name not in ("", ".", "..", MARKER, LEGACY_MARKER)
             and "/" not in name and "\\" not in name and "\0" not in name)
 
 
@@ -162,9 +175,9 @@ def _staging(out: Path) -> Iterator[Path]:
 
 def _publish(tmp: Path, out: Path, ours: set[str]) -> None:
     """Move the report made in ``tmp`` into ``out``: only when none of its files would
-    replace a file (or folder) no report wrote. The marker is written first, listing the
-    report's files, so a report killed while moving them in leaves a folder a report may
-    write into again."""
+    replace a file (or folder) no report wrote. The list (:data:`MARKER`, the owner's
+    manifest) is written first, naming the report's files, so a report killed while moving
+    them in leaves a folder a report may write into again."""
     names = sorted(p.name for p in tmp.iterdir())
     for name in names:
         there = out / name
@@ -174,7 +187,10 @@ def _publish(tmp: Path, out: Path, ours: set[str]) -> None:
                               f"(it is not in {MARKER}); move it away, or choose another "
                               "folder")
     kept = {n for n in ours if (out / n).exists() or (out / n).is_symlink()}
-    write_json(out / MARKER, {"written_by": "seqrep report", "files": sorted(kept | set(names))})
+    write_list(out, "report", kept | set(names))  # listed before they arrive
+    legacy = out / LEGACY_MARKER
+    if legacy.is_file() and not legacy.is_symlink():
+        legacy.unlink()  # an older seqrep's list, carried over into the one above
     for name in names:
         os.replace(tmp / name, out / name)  # a link in its place is replaced, never followed
 
