@@ -93,3 +93,19 @@ def test_a_finished_folder_naming_the_grid_model_is_taken(grid: Path, tmp_path: 
     (record,) = read_records(tmp_path / "runs" / "results.jsonl")
     assert record["config"]["labeler"]["model"] == "minilm-l6"
     assert record["metrics"]["validation"]["f1"] == 0.999
+
+
+def test_a_grid_folder_holding_a_users_file_is_never_replaced(grid: Path,
+                                                               tmp_path: Path) -> None:
+    """A grid trains a folder without run.json with overwrite: the owner refuses a folder
+    holding a file seqrep did not write, before anything loads (issue 55's every-writer
+    check, for grid)."""
+    (name,) = [s["name"] for s in run_grid(grid, dry_run=True, echo=lambda *_: None)]
+    folder = tmp_path / "runs" / name
+    folder.mkdir(parents=True)
+    (folder / "NOTES.md").write_text("mine")
+    ran = seqrep("grid", str(grid))
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr, ran.stderr
+    lines = ran.stderr.strip().splitlines()
+    assert len(lines) == 1 and "seqrep did not write it" in lines[0], ran.stderr
+    assert (folder / "NOTES.md").read_text() == "mine"
