@@ -133,3 +133,58 @@ def test_train_labeler_accepts_max_steps(tiny, tmp_path: Path) -> None:
                                      **{**FAST, "epochs": 3})
     assert metrics["status"] == "interrupted" and metrics["step"] == 2, metrics
     assert labeler.config.labels
+
+
+CLOSED = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": None, "SEQREP_DATA": None,
+          "HF_DATASETS_OFFLINE": None}
+
+
+def test_a_named_dataset_with_the_hub_unreachable_is_one_line_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import datasets
+
+    from seqrep.data import load_corpus
+    from seqrep.errors import SeqrepError
+
+    def no_lookup(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the Hub was asked, with retries, though it cannot be reached")
+
+    monkeypatch.setattr(datasets, "load_dataset", no_lookup)
+    for name, value in CLOSED.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    with pytest.raises(SeqrepError) as err:
+        load_corpus("conll2003", "train")
+    message = str(err.value)
+    assert "\n" not in message and "127.0.0.1:9" in message and "SEQREP_DATA" in message
+
+
+@pytest.mark.parametrize("name, close", [("conll203", "conll2003"), ("conl2003", "conll2003")])
+def test_a_near_miss_dataset_name_suggests_ours(name: str, close: str) -> None:
+    from seqrep.data import load_corpus
+    from seqrep.errors import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        load_corpus(name)
+    assert f"did you mean {close}?" in str(err.value), err.value
+
+
+def test_a_near_miss_model_alias_is_refused_at_once(tmp_path: Path) -> None:
+    from support import write_corpus
+
+    corpus = write_corpus(tmp_path / "train.conll", 4)
+    ran = seqrep("train", "--train", str(corpus), "--model", "smollm2-13m", "-o",
+                 str(tmp_path / "run"), "-q", env={**CLOSED, "HF_HUB_OFFLINE": "1"})
+    assert ran.returncode == 2 and ran.stderr.count("\n") == 1, ran.stderr
+    assert "smollm2-13m" in ran.stderr and "did you mean smollm2-135m?" in ran.stderr
+
+
+def test_a_near_miss_model_alias_from_python(tmp_path: Path) -> None:
+    from seqrep.errors import SeqrepError
+    from seqrep.fit import train_labeler
+
+    with pytest.raises(SeqrepError) as err:
+        train_labeler([(["a"], ["B-X"])], model="gemma3-270", output=tmp_path / "run")
+    assert "did you mean gemma3-270m?" in str(err.value)

@@ -213,8 +213,10 @@ def train_labeler(train: CorpusLike, validation: CorpusLike | None = None,
     """
     from seqrep.config import LabelerConfig, TrainConfig
     from seqrep.model.labeler import SequenceLabeler
+    from seqrep.model.packaged import check_model_name
     from seqrep.train.run import train as run_training
 
+    check_model_name(model)  # a typo of a packaged alias: refused before any Hub look-up
     if not resume:  # the run checks it too, but in the command line's words (--overwrite)
         from seqrep.files.owner import check_folder
 

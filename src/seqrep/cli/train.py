@@ -91,6 +91,9 @@ def configs(values: dict[str, Any]) -> tuple[LabelerConfig, TrainConfig, ReaderC
                                   f"two {'datasets' if name == 'train' else 'splits'}; give "
                                   f"one of them (--{name} sets {flag})")
             values[field] = values[name]
+    from seqrep.model.packaged import check_model_name
+
+    check_model_name(values.get("model") or "")  # a typo of an alias: not a Hub look-up
     return (LabelerConfig(**config_values(LabelerConfig, values, SKIP_LABELER)),
             TrainConfig(**config_values(TrainConfig, values)),
             ReaderConfig(**config_values(ReaderConfig, values, ("format",))))

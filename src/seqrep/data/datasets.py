@@ -165,6 +165,14 @@ def _load_named(name: str, root: Path, split: str, options: dict[str, Any]) -> C
     return corpus
 
 
+def _near_name(key: str) -> str | None:
+    """The dataset name ``key`` looks like a typo of (``conll203``: ``conll2003``), if any."""
+    import difflib
+
+    close = difflib.get_close_matches(key, list(DATASETS), n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
 def load_corpus(name_or_path: str | Path, split: str = "train", format: str | None = None, *,
                 data_dir: str | Path | None = None, **options: Any) -> Corpus:
     """Load a named dataset split, or read a file.
@@ -225,9 +233,12 @@ def load_corpus(name_or_path: str | Path, split: str = "train", format: str | No
         name = "rest14-polarity" if layout == "rest14" and options.pop("polarity", False) \
             else layout
         return _load_named(name, path, split, options)
-    if not path.exists() and path.suffix == "" and "/" not in key and os.sep not in key:
+    if not path.exists() and "/" not in key and os.sep not in key and (
+            path.suffix == "" or _near_name(key)):
+        close = _near_name(key)
+        guess = f" (did you mean {close}?)" if close else ""
         raise ConfigError(f"unknown dataset {str(name_or_path)!r}; expected one of "
-                          f"{', '.join(DATASETS)}, or a path to a file")
+                          f"{', '.join(DATASETS)}, or a path to a file{guess}")
     if not path.exists():
         raise DataError(path, "no such file or directory")
     if split != "train":

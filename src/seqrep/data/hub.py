@@ -31,6 +31,33 @@ HUB_DATASETS = {"conll2003": HubDataset("eriktks/conll2003")}
 _OPTIONS = ("scheme", "strict")
 
 
+def hub_unreachable(timeout: float = 3.0) -> str | None:
+    """Why the Hugging Face Hub cannot be asked now, or None: ``HF_HUB_OFFLINE`` is honoured
+    (None: the libraries read their cache), else the endpoint (``HF_ENDPOINT``) must accept a
+    connection within ``timeout`` seconds. A closed port or a network without a route is
+    said at once, not after ``datasets``' retries (10 lines and about 30 s)."""
+    import os
+    import socket
+    from urllib.parse import urlsplit
+
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE"):
+        return None
+    endpoint = os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    url = urlsplit(endpoint)
+    try:
+        port = url.port or (443 if url.scheme == "https" else 80)
+    except ValueError:
+        return f"HF_ENDPOINT {endpoint!r} is no URL"
+    if not url.hostname:
+        return f"HF_ENDPOINT {endpoint!r} is no URL"
+    try:
+        socket.create_connection((url.hostname, port), timeout=timeout).close()
+    except OSError as err:
+        why = err.strerror or type(err).__name__
+        return f"the Hugging Face Hub at {endpoint} cannot be reached ({why})"
+    return None
+
+
 def load_from_hub(name: str, split: str, **options: Any) -> Corpus:
     """Load one split of a named dataset with ``datasets.load_dataset``.
 
@@ -63,6 +90,9 @@ def load_from_hub(name: str, split: str, **options: Any) -> Corpus:
         raise SeqrepError(f"dataset {name!r} has no local copy and the `datasets` library is not "
                           f"installed; {hint}, or `pip install datasets` to fetch {spec.repo} "
                           "from the Hugging Face Hub") from None
+    unreachable = hub_unreachable()
+    if unreachable is not None:
+        raise SeqrepError(f"dataset {name!r} has no local copy and {unreachable}; {hint}")
     try:
         try:
             table = datasets.load_dataset(spec.repo, split=split)

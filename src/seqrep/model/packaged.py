@@ -132,6 +132,30 @@ def resolve_packaged(alias: str) -> Path:
     return target
 
 
+def near_alias(name: str) -> str | None:
+    """The packaged alias ``name`` looks like a typo of (``smollm2-13m``: ``smollm2-135m``),
+    when ``name`` is no alias, no existing path and no ``org/name`` Hub id; else None."""
+    import difflib
+
+    if name in PACKAGED or "/" in name or os.sep in name or Path(name).exists():
+        return None
+    close = difflib.get_close_matches(name.lower(), list(PACKAGED), n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def check_model_name(name: str) -> None:
+    """Refuse at once a model name that is a near miss of a packaged alias, before it is
+    looked up on the Hugging Face Hub (minutes of retries for a typo).
+
+    Raises:
+        ModelError: ``name`` looks like a packaged alias and is none.
+    """
+    close = near_alias(str(name))
+    if close is not None:
+        raise ModelError(f"model {name!r} is no packaged alias and no local folder; did you "
+                         f"mean {close}? (packaged aliases: {', '.join(PACKAGED)})")
+
+
 def split_zip_parts(model: PackagedModel) -> list[Path] | None:
     """The installed pieces of a split zip, in order, or None if any distribution is missing.
 
