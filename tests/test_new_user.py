@@ -188,3 +188,21 @@ def test_a_near_miss_model_alias_from_python(tmp_path: Path) -> None:
     with pytest.raises(SeqrepError) as err:
         train_labeler([(["a"], ["B-X"])], model="gemma3-270", output=tmp_path / "run")
     assert "did you mean gemma3-270m?" in str(err.value)
+
+
+def test_score_on_a_two_column_file_says_three_are_needed(tmp_path: Path) -> None:
+    path = tmp_path / "two.txt"
+    path.write_text("Ann B-PER\nleft O\n\n")
+    ran = seqrep("score", str(path))
+    assert ran.returncode == 2 and "expected at least 3 columns" in ran.stderr, ran.stderr
+
+
+def test_tags_column_help_names_the_columns_tried() -> None:
+    from seqrep.config import ReaderConfig
+    from seqrep.data.hfrows import DOC_COLUMNS, TAG_COLUMNS, TOKEN_COLUMNS
+
+    helps = {f.name: f.metadata["help"] for f in __import__("dataclasses").fields(ReaderConfig)}
+    for field, names in (("tags_column", TAG_COLUMNS), ("tokens_column", TOKEN_COLUMNS),
+                         ("doc_column", DOC_COLUMNS)):
+        shown = names if len(names) < 3 else (*names[:2], "...")  # seven: the first two
+        assert all(n in helps[field] for n in shown), helps[field]

@@ -186,9 +186,12 @@ class ReaderConfig(ConfigBase):
     folds: list[int] = _f([], "nlupp: folds to read (default: the split's)")
     alignment: str | None = _f(None, "character spans: expand, contract or strict (default "
                                      "expand)")
-    tokens_column: str | None = _f(None, "Hugging Face data: words column (default: tokens)")
-    tags_column: str | None = _f(None, "Hugging Face data: tags column (default: ner_tags)")
-    doc_column: str | None = _f(None, "Hugging Face data: document column (default: doc_id)")
+    tokens_column: str | None = _f(None, "HF data: words column (default: tokens, else "
+                                         "words)")
+    tags_column: str | None = _f(None, "HF data: tags column (default: ner_tags, tags, "
+                                       "...)")
+    doc_column: str | None = _f(None, "HF data: doc column (doc_id, else "
+                                      "document_id)")
 
     def options(self) -> dict[str, Any]:
         """The reader keyword arguments that are set (``format`` apart)."""

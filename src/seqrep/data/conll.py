@@ -117,7 +117,9 @@ def read_conll(path: str | Path, tag_column: int = -1, scheme: str | None = None
             _check_column(word_column, len(cols), "word column", path, lineno, lines)
             if tag_column % len(cols) == word_column % len(cols):
                 raise DataError(path, f"the tag column ({tag_column}) is the word column "
-                                      f"({word_column}); expected at least 2 columns", lineno)
+                                      f"({word_column}) in a line of {len(cols)}; expected at "
+                                      f"least "
+                                      f"{len(cols) + 1} columns", lineno)
             block.ncols = len(cols)
         elif len(cols) != block.ncols:
             raise DataError(path, f"expected {block.ncols} columns like line {block.lines[0]}, "
