@@ -206,3 +206,17 @@ def test_tags_column_help_names_the_columns_tried() -> None:
                          ("doc_column", DOC_COLUMNS)):
         shown = names if len(names) < 3 else (*names[:2], "...")  # seven: the first two
         assert all(n in helps[field] for n in shown), helps[field]
+
+
+def test_models_table_fits_80_columns_without_breaking_words() -> None:
+    from typer.testing import CliRunner
+
+    from seqrep.cli.app import app
+    from seqrep.model.packaged import model_table
+
+    out = CliRunner().invoke(app, ["models"], env={"COLUMNS": "80"}).output
+    table = [line for line in out.splitlines() if "pip install" not in line]  # commands: whole
+    assert max(map(len, table)) <= 80, out
+    for row in model_table():  # each hub id and install command whole, on one line
+        assert row["hub_id"] in out, out
+        assert row["installed"] or row["install"] in out, out
