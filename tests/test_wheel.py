@@ -97,8 +97,9 @@ def test_installing_keeps_the_users_torch_and_runs_the_quickstart(wheel, tmp_pat
     done = _run(*pip, "install", "--no-index", "--report", str(report), f"{wheel}[serve]")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     installed = [i["metadata"]["name"].lower() for i in json.loads(report.read_text())["install"]]
-    assert installed == ["seqrep-labeler"], installed  # torch (and the rest) neither reinstalled nor
-    # upgraded: the ranges accept what the environment holds
+    # torch (and the rest) neither reinstalled nor upgraded: the ranges accept what the
+    # environment holds
+    assert installed == ["seqrep-labeler"], installed
     code = (
         "import seqrep, torch\n"
         "from seqrep import predict_text, train_labeler\n"
