@@ -1,6 +1,6 @@
 """The demo as a new user runs it (issue 27), on a tiny model and a tiny CoNLL-2003 layout:
 its training command leaves the test score in the run folder's metrics.json, and the
-command-line examples of the getting-started page run as written against the folder the demo
+command-line examples of the CLI reference's overview run as written against the folder the demo
 leaves."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _commands(text: str, program: str = "seqrep") -> list[list[str]]:
 
 
 def _readme_examples() -> list[list[str]]:
-    page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
     section = page.split("## The commands at a glance", 1)[1]
     block = section.split("```bash", 1)[1].split("```", 1)[0]
     return _commands(block)

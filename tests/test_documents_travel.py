@@ -103,10 +103,15 @@ def test_every_evaluation_route_keeps_the_documents(doc_labeler, monkeypatch) ->
     assert not same(alone)
 
 
-def test_a_call_that_names_no_documents_is_refused(doc_labeler, tmp_path) -> None:  # noqa: ANN001
-    """No default means "no documents": a call site that forgets the ids fails at once
-    instead of reading every sentence alone; each sentence alone is said (``docs=None``)."""
+def test_public_calls_read_each_sentence_alone_unless_told_and_the_cache_must_be_told(
+        doc_labeler, tmp_path) -> None:  # noqa: ANN001
+    """The public calls take ``docs`` as an optional keyword (a text is its own document
+    unless told otherwise): leaving it out is ``docs=None`` said explicitly, the same
+    numbers. The teacher's label cache, an internal call whose ids decide what a student
+    learns, still has no default: a call site that forgets them fails at once."""
     import inspect
+
+    import torch
 
     from seqrep.export.runtime import OnnxLabeler
     from seqrep.labeler_protocol import Labeler
@@ -114,14 +119,12 @@ def test_a_call_that_names_no_documents_is_refused(doc_labeler, tmp_path) -> Non
     from seqrep.train.teacher_cache import label_cache
 
     words = [["Maria", "left", "."], ["Boris", "came", "."]]
-    for call in (lambda: doc_labeler.word_logits(words, 2),
-                 lambda: doc_labeler.word_states(words),
-                 lambda: doc_labeler.layer_states(words, [1]),
-                 lambda: predict_tags(doc_labeler, words),
-                 lambda: label_cache(lambda: doc_labeler, [tuple(w) for w in words],
-                                     tmp_path / "cache", len(LABELS), quiet=True)):
-        with pytest.raises(TypeError, match="docs"):
-            call()
+    with pytest.raises(TypeError, match="docs"):
+        label_cache(lambda: doc_labeler, [tuple(w) for w in words], tmp_path / "cache",
+                    len(LABELS), quiet=True)
     for method in (Labeler.word_logits, OnnxLabeler.word_logits, OnnxLabeler.word_states):
-        assert inspect.signature(method).parameters["docs"].default is inspect.Parameter.empty
-    assert len(doc_labeler.word_logits(words, 2, docs=None)) == 2  # alone, said explicitly
+        assert inspect.signature(method).parameters["docs"].default is None
+    for a, b in zip(doc_labeler.word_logits(words, 2), doc_labeler.word_logits(
+            words, 2, docs=None), strict=True):
+        assert torch.equal(a, b)
+    assert predict_tags(doc_labeler, words) == predict_tags(doc_labeler, words, docs=None)
