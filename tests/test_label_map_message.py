@@ -19,3 +19,15 @@ def test_the_token_hint_maps_the_tags_themselves() -> None:
     assert message == ("the dataset has labels the model does not know: ADJ (model "
                        "labels: ADJECTIVE, VERB); map them with --label-map OLD=NEW, e.g. "
                        "--label-map ADJ=ADJECTIVE")
+
+
+def test_no_pairing_is_guessed_where_no_model_label_looks_alike() -> None:
+    """A new user was told --label-map creative-work=LOC and IN=INTJ: unrelated names, or a
+    prefix too short to mean anything, are not offered as a mapping."""
+    message = unknown_labels_message("", ["B-creative-work", "I-creative-work"],
+                                     ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"], SPANS)
+    assert message.endswith("e.g. --label-map creative-work=NEW with NEW one of the model "
+                            "labels")
+    message = unknown_labels_message("", ["IN"], ["INTJ", "NOUN", "VERB"], TOKENS)
+    assert "IN=INTJ" not in message and message.endswith("IN=NEW with NEW one of the model "
+                                                         "labels")

@@ -220,3 +220,35 @@ def test_models_table_fits_80_columns_without_breaking_words() -> None:
     for row in model_table():  # each hub id and install command whole, on one line
         assert row["hub_id"] in out, out
         assert row["installed"] or row["install"] in out, out
+
+
+def test_the_validation_line_says_how_many_sentences_validate(tmp_path) -> None:  # noqa: ANN001
+    """'validation: 893 sentences (10 %) carved' was printed while --max-eval-sentences 200
+    was in force: the line now says how many of them are used."""
+    from support import write_corpus
+
+    from seqrep.config import TrainConfig
+    from seqrep.data.splits import load_data
+
+    data = write_corpus(tmp_path / "train.txt", 40)
+    cfg = TrainConfig(dataset=str(data), test_split="", max_eval_sentences=2)
+    got = load_data(cfg, None)
+    assert len(got.eval) == 2
+    assert got.validation_source.startswith("4 sentences (10 %) carved")  # 40 // 10
+    assert got.validation_source.endswith(", 2 of them used (max_eval_sentences)")
+
+
+def test_an_error_in_a_split_given_in_memory_names_it_not_the_cache(tiny, tmp_path) -> None:  # noqa: ANN001
+    """Training from a DatasetDict named ~/.cache/seqrep/corpora/<sha>.jsonl where the user
+    gave a split: the message names what was given."""
+    datasets = pytest.importorskip("datasets")
+    from seqrep import train_labeler
+    from seqrep.errors import SeqrepError
+
+    one = datasets.Dataset.from_dict({"tokens": [["Ada", "ran"]], "ner_tags": [["B-PER", "O"]]})
+    for given, name in ((one, "the Dataset given as train="),
+                        (datasets.DatasetDict({"train": one}), "the DatasetDict's 'train' split")):
+        with pytest.raises(SeqrepError) as err:
+            train_labeler(given, model=tiny("llama"), output=tmp_path / "run", exit_layer=1,
+                          quiet=True)
+        assert name in str(err.value) and "corpora" not in str(err.value), str(err.value)

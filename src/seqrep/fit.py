@@ -122,20 +122,39 @@ def _read_sentences(value: Any, split: str, reader: dict[str, Any]) -> Corpus:
     return load_corpus(corpus_file(value, split), format="jsonl", **reader)
 
 
-def _split(value: Any, split: str, reader: dict[str, Any]) -> str:
+def _split(value: Any, split: str, reader: dict[str, Any],
+           names: dict[str, str] | None = None) -> str:
     """The path a split is read from: a name or path as given, else the cache file of the
-    sentences (a dataset read with the reader options, sentences with those that apply)."""
+    sentences (a dataset read with the reader options, sentences with those that apply);
+    ``names`` gets the cache file's name for the user (what they gave, never the cache)."""
     from seqrep.data.hf import is_dataset, load_hf
 
     if isinstance(value, (str, Path)):
         return str(value)
     if isinstance(value, _Part):
+        name = f"the DatasetDict's {value.split!r} split"
         value = load_hf(value.source, value.split, **reader)
     elif is_dataset(value):  # read like a file, then kept as one (see the module's docstring)
+        name = f"the Dataset given as {split}="
         value = load_hf(value, **reader)
-    elif reader:
-        value = _read_sentences(value, split, reader)
-    return str(corpus_file(value, split))
+    else:
+        name = f"the sentences given as {split}="
+        if reader:
+            value = _read_sentences(value, split, reader)
+    path = str(corpus_file(value, split))
+    if names is not None:
+        names[path] = name
+    return path
+
+
+def _named(err: SeqrepError, names: dict[str, str]) -> SeqrepError:
+    """``err`` with each cache file it names replaced by what the user gave (a line of the
+    file is that sentence's number, from 1)."""
+    text = str(err)
+    for path, name in names.items():
+        text = text.replace(path + ":", name + ", sentence ").replace(path, name)
+    err.args = (text,)
+    return err
 
 
 def _dataset_dict_splits(train: Any, validation: Any, test: Any) -> tuple[Any, Any, Any]:
@@ -232,17 +251,21 @@ def train_labeler(train: CorpusLike, validation: CorpusLike | None = None,
                           "its files with the options, the sentences in memory are read "
                           "here; read the files with load_corpus(path, ...) and pass the "
                           "Corpus, or pass every split one way")
-    splits: dict[str, Any] = {"dataset": _split(train, "train", reader)}
+    names: dict[str, str] = {}  # cache file -> what the user gave, for the messages
+    splits: dict[str, Any] = {"dataset": _split(train, "train", reader, names)}
     if validation is not None:
-        splits["eval_split"] = _split(validation, "validation", reader)
+        splits["eval_split"] = _split(validation, "validation", reader, names)
     if test is not None:
-        splits["test_split"] = _split(test, "test", reader)
+        splits["test_split"] = _split(test, "test", reader, names)
     elif not named:
         splits["test_split"] = None
-    metrics = run_training(LabelerConfig(model=model, **labeler_settings),
-                           TrainConfig(**splits, **train_settings), output,
-                           overwrite=overwrite, resume=resume, quiet=quiet,
-                           reader_options=reader if on_disk else None)
+    try:
+        metrics = run_training(LabelerConfig(model=model, **labeler_settings),
+                               TrainConfig(**splits, **train_settings), output,
+                               overwrite=overwrite, resume=resume, quiet=quiet,
+                               reader_options=reader if on_disk else None)
+    except SeqrepError as err:
+        raise _named(err, names) from None
     if metrics.get("status") != "finished" and not (Path(output) / "best").is_dir():
         raise ConfigError(f"{output}: max_steps stopped the run at step {metrics.get('step')}, "
                           "before its first evaluation, so there is no best model yet; "

@@ -246,11 +246,18 @@ def unknown_labels_message(source: str, unknown: Iterable[str], labels: Sequence
     names, known = sorted(kind.types(tags)), sorted(kind.types(labels))
     what = "map them" if names == tags else "map label names, not B-/I- tags,"
     example = ""
+
+    def prefix(a: str, b: str) -> bool:  # PER of PERSON; not IN of INTJ (too short to tell)
+        short, long = sorted((a, b), key=len)
+        return len(short) >= 3 and long.startswith(short)
+
     if names and known:
         old, new = max(((u, m) for u in names for m in known), key=lambda pair: (
-            pair[0].startswith(pair[1]) or pair[1].startswith(pair[0]),
-            difflib.SequenceMatcher(None, *pair).ratio()))
-        example = f", e.g. --label-map {old}={new}"
+            prefix(*pair), difflib.SequenceMatcher(None, *pair).ratio()))
+        if prefix(old, new) or difflib.SequenceMatcher(None, old, new).ratio() >= 0.75:
+            example = f", e.g. --label-map {old}={new}"
+        else:  # no model label looks like any of them: no pairing is guessed
+            example = f", e.g. --label-map {names[0]}=NEW with NEW one of the model labels"
     return (f"{source or 'the dataset'} has labels the model does not know: "
             f"{', '.join(tags)} (model labels: {', '.join(known)}); {what} with "
             f"--label-map OLD=NEW{example}")

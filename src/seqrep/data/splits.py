@@ -112,8 +112,10 @@ def load_data(cfg: SplitsConfig, reader_options: dict[str, Any] | None = None) -
         test = read(cfg.test_split)
         if cfg.max_test_sentences is not None and cfg.max_test_sentences < len(test):
             test = [test[i] for i in pick(test, cfg.max_test_sentences, cfg.subset_unit)]
-    return TrainData(subset(train, cfg.max_train_sentences),
-                     subset(evals, cfg.max_eval_sentences), test, source)
+    used = subset(evals, cfg.max_eval_sentences)
+    if len(used) < len(evals):  # say what validates, not only where it came from
+        source += f", {len(used)} of them used (max_eval_sentences)"
+    return TrainData(subset(train, cfg.max_train_sentences), used, test, source)
 
 
 def documents(sents: list[Sentence]) -> list[list[int]]:
