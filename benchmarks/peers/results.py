@@ -59,7 +59,13 @@ def load_records(results_dir: Path) -> list[dict[str, Any]]:
 
 
 def _num(value: Any, digits: int = 2) -> str:
-    return f"{value:.{digits}f}" if isinstance(value, int | float) else "-"
+    """``value`` with ``digits`` decimals, halves rounded up as the headline rounds them
+    (472.5 words/s is 473 on both), or ``-``."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return "-"
+    from decimal import ROUND_HALF_UP, Decimal
+
+    return f"{Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP)}"
 
 
 def _failure(rec: dict[str, Any]) -> str:
