@@ -13,5 +13,5 @@ seqrep train --model smollm2-135m --dataset conll2003 --repetitions 1 --exit-lay
   --output runs/demo --overwrite
 seqrep predict runs/demo "Angela Merkel met Emmanuel Macron in Berlin on Tuesday. \
 The talks, hosted by the European Commission, ended without a deal on Airbus."
-echo "demo: the run folder is runs/demo; the examples of docs/getting-started.md use it, e.g." >&2
+echo "demo: the run folder is runs/demo; the examples of docs/reference/cli.md use it, e.g." >&2
 echo "  seqrep evaluate runs/demo --dataset conll2003 --split test" >&2
