@@ -18,8 +18,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: the harness's package lies one folder up
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from peers.common import HarnessError, fail, write_text
-from peers.results import MEMORY_FILE, load_records, load_speed, rows
+from peers.common import HarnessError, fail
+from peers.results import MEMORY_FILE, fill_page, load_records, load_speed, rows
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = ("README.md", "docs/index.md")
@@ -75,19 +75,12 @@ def table(results_dir: Path) -> str:
 
 
 def fill(page: Path, text: str) -> None:
-    """Replace what lies between the page's two markers by ``text``, atomically (a blank line
-    either side: Markdown would otherwise read the table as part of the comment's HTML block).
+    """Replace what lies between the page's headline markers by ``text``, atomically.
 
     Raises:
         HarnessError: the page is missing or lacks the markers (nothing is written).
     """
-    if not Path(page).is_file():
-        raise HarnessError(f"{page}: no such file")
-    old = Path(page).read_text(encoding="utf-8")
-    start, end = old.find(BEGIN), old.find(END)
-    if start < 0 or end < start:
-        raise HarnessError(f"{page}: expected the markers {BEGIN} and {END}, in order")
-    write_text(Path(page), old[:start + len(BEGIN)] + "\n\n" + text + "\n" + old[end:])
+    fill_page(page, text, (BEGIN, END), option="")
 
 
 def main(argv: list[str] | None = None) -> None:

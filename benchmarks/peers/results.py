@@ -240,20 +240,24 @@ def main(argv: list[str] | None = None) -> None:
 BEGIN, END = "<!-- peers-table -->", "<!-- /peers-table -->"
 
 
-def fill_page(page: Path, text: str) -> None:
-    """Replace what lies between the page's two markers by ``text``, atomically.
+def fill_page(page: Path, text: str, markers: tuple[str, str] = (BEGIN, END),
+              option: str = "--page ") -> None:
+    """Replace what lies between the page's two ``markers`` by ``text``, atomically (a blank
+    line either side: Markdown would otherwise read a table as part of the comment's HTML
+    block). ``option``: what names the page in an error (the command's option).
 
     Raises:
         HarnessError: the page is missing or lacks the markers (nothing is written).
     """
+    begin, end_marker = markers
     if not Path(page).is_file():
-        raise HarnessError(f"--page {page}: no such file")
+        raise HarnessError(f"{option}{page}: no such file")
     old = Path(page).read_text(encoding="utf-8")
-    start, end = old.find(BEGIN), old.find(END)
+    start, end = old.find(begin), old.find(end_marker)
     if start < 0 or end < start:
-        raise HarnessError(f"--page {page}: expected the markers {BEGIN} and {END}, in order")
-    new = old[:start + len(BEGIN)] + "\n\n" + text + "\n" + old[end:]
-    write_text(page, new)
+        raise HarnessError(f"{option}{page}: expected the markers {begin} and {end_marker}, "
+                           f"in order")
+    write_text(Path(page), old[:start + len(begin)] + "\n\n" + text + "\n" + old[end:])
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import os
 import stat
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -245,35 +246,32 @@ def _owner_of(path: Path) -> tuple[Path, str] | None:
     return None
 
 
-def record(path: Path, *, folder: bool = False) -> None:
-    """List ``path`` (inside a claimed folder) in that folder's manifest before it is
-    written; with ``folder``, as a folder seqrep owns whole (``name/``: an old run moved
-    aside). Nothing outside a claimed folder."""
+def _list(path: Path, names: Callable[[str], set[str]]) -> None:
+    """Add ``names(rel)`` to the manifest of the claimed folder holding ``path`` (``rel``:
+    its path there), written only when something is new; nothing outside a claimed folder."""
     with _lock:
         found = _owner_of(path)
         if found is None:
             return
         root, rel = found
         kind, files = _claimed[root]
-        rel += "/" if folder else ""
-        if rel not in files:
-            files.add(rel)
+        new = names(rel)
+        if not new <= files:
+            files |= new
             _write_manifest(root, kind, files)
+
+
+def record(path: Path, *, folder: bool = False) -> None:
+    """List ``path`` (inside a claimed folder) in that folder's manifest before it is
+    written; with ``folder``, as a folder seqrep owns whole (``name/``: an old run moved
+    aside). Nothing outside a claimed folder."""
+    _list(path, lambda rel: {rel + "/" if folder else rel})
 
 
 def record_tree(tmp: Path, target: Path) -> None:
     """List every file of the finished folder ``tmp`` under the name ``target`` it is about
     to take (an atomic folder write), before the rename."""
-    with _lock:
-        found = _owner_of(target)
-        if found is None:
-            return
-        root, rel = found
-        kind, files = _claimed[root]
-        new = {f"{rel}/{f}" for f in _walk(Path(tmp))}
-        if not new <= files:
-            files |= new
-            _write_manifest(root, kind, files)
+    _list(target, lambda rel: {f"{rel}/{f}" for f in _walk(Path(tmp))})
 
 
 def check_replaceable(target: Path) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 from seqrep.errors import ModelError
 from seqrep.files import atomic as fileio
-from seqrep.model.hub import COMMIT, hub_name
+from seqrep.model.hub import hub_name
 from seqrep.model.labeler_config import LabelerConfig, parse_unmask
 from seqrep.model.packaged import PACKAGED
 
@@ -75,12 +75,9 @@ def hub_base(folder: Path) -> dict[str, str] | None:
     base = record.get("base") if isinstance(record, dict) else None
     if not (isinstance(base, dict) and "hub" in base):
         return None
-    repo, commit = base.get("hub"), base.get("revision")
-    parsed = hub_name(repo) if isinstance(repo, str) else None
-    if parsed is None or parsed[1] is not None or not (
-            isinstance(commit, str) and COMMIT.fullmatch(commit)) or len(base) != 2:
-        raise ModelError(f"{cfg}: base={_short(base)}; expected an object with the Hub id "
-                         f"('hub': org/name) and the 40-hex commit ('revision') of the base")
+    from seqrep.model.io import checked_hub_base
+
+    repo, commit = checked_hub_base(cfg, base)
     return {"hub": repo, "revision": commit}
 
 

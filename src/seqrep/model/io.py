@@ -173,18 +173,29 @@ def _recorded_base(path: Path, config: LabelerConfig) -> str | None:
     return str(folder)
 
 
-def _hub_base(cfg: Path, base: dict[str, Any]) -> str:
-    """The snapshot folder of a Hub base at its recorded commit (downloaded into
-    huggingface_hub's cache, or read from it offline), or one line naming what is wrong."""
-    from seqrep.model.hub import COMMIT, download, hub_name
+def checked_hub_base(cfg: Path, base: Any) -> tuple[str, str]:
+    """``(repo_id, commit)`` of a recorded Hub base (``{"hub": org/name, "revision": 40-hex
+    commit}`` and nothing else), or one line naming ``cfg`` and what is wrong: what loading
+    and the model card both read."""
+    from seqrep.model.hub import COMMIT, hub_name
 
-    repo, commit = base.get("hub"), base.get("revision")
+    repo, commit = (base.get("hub"), base.get("revision")) if isinstance(base, dict) \
+        else (None, None)
     parsed = hub_name(repo) if isinstance(repo, str) else None
     if parsed is None or parsed[1] is not None or not (
             isinstance(commit, str) and COMMIT.fullmatch(commit)) or len(base) != 2:
         raise ModelError(f"{cfg}: base={_short(base)}; expected an object with the Hub id "
                          f"('hub': org/name) and the 40-hex commit ('revision') of the base")
-    return str(download(parsed[0], commit, base=True))
+    return parsed[0], commit
+
+
+def _hub_base(cfg: Path, base: dict[str, Any]) -> str:
+    """The snapshot folder of a Hub base at its recorded commit (downloaded into
+    huggingface_hub's cache, or read from it offline), or one line naming what is wrong."""
+    from seqrep.model.hub import download
+
+    repo, commit = checked_hub_base(cfg, base)
+    return str(download(repo, commit, base=True))
 
 
 def _short(value: object) -> str:
