@@ -318,3 +318,19 @@ def hand_made_teacher(model: str, folder: Path) -> Path:
     (folder / "run.json").write_text(json.dumps({
         "labeler": {"model": model, "labels": TEACHER_LABELS}, "train": {"dataset": "toy"}}))
     return folder
+
+
+def train_tiny_run(model: str, root: Path) -> tuple[Path, Path]:
+    """``(run folder, its training file)``: two steps of ``seqrep train`` on 12 sentences,
+    through the command line as a user makes a run."""
+    from seqrep.cli.app import main
+
+    data = write_corpus(root / "train.txt", 12)
+    run = root / "run"
+    try:
+        main(["train", "--model", model, "--dataset", str(data), "--test-split", "",
+              "--epochs", "1", "--exit-layer", "1", "--max-steps", "2", "-o", str(run),
+              "--quiet"])
+    except SystemExit as stop:
+        assert stop.code in (0, None)
+    return run, data

@@ -10,24 +10,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from support import cli, write_corpus
+from support import cli
 
 NOTE = b"the user's own file"
 
 
 @pytest.fixture(scope="module")
 def world(tiny, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from seqrep.cli.app import main
+    from support import train_tiny_run
 
     root = tmp_path_factory.mktemp("writers")
-    data = write_corpus(root / "train.txt", 12)
-    run = root / "run"
-    try:
-        main(["train", "--model", tiny("llama"), "--dataset", str(data), "--test-split", "",
-              "--epochs", "1", "--exit-layer", "1", "--max-steps", "2", "-o", str(run),
-              "--quiet"])
-    except SystemExit as stop:
-        assert stop.code in (0, None)
+    run, data = train_tiny_run(tiny("llama"), root)
     text = root / "in.txt"
     text.write_text("Ann met Bob in Paris .\n")
     return {"root": root, "data": data, "run": run, "text": text,

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from support import cli, write_corpus
+from support import cli
 
 from seqrep.errors import SeqrepError
 from seqrep.files import owner
@@ -33,17 +33,9 @@ def trained(tiny, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]
     """A finished tiny run (copied by each test that changes it) and its data."""
     import shutil
 
-    from seqrep.cli.app import main
+    from support import train_tiny_run
 
-    root = tmp_path_factory.mktemp("owned")
-    data = write_corpus(root / "train.txt", 12)
-    run = root / "run"
-    try:
-        main(["train", "--model", tiny("llama"), "--dataset", str(data), "--test-split", "",
-              "--epochs", "1", "--exit-layer", "1", "--max-steps", "2", "-o", str(run),
-              "--quiet"])
-    except SystemExit as stop:
-        assert stop.code in (0, None)
+    run, data = train_tiny_run(tiny("llama"), tmp_path_factory.mktemp("owned"))
     shutil.rmtree(run / "checkpoint", ignore_errors=True)
     return run, data
 
