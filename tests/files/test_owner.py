@@ -215,3 +215,39 @@ def test_create_exclusive_refuses_a_taken_name_and_a_link(tmp_path: Path) -> Non
             owner.create_exclusive(tmp_path / name)
     assert (tmp_path / "taken").read_text() == "user"
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_partial_output_replaced_by_another_file_is_not_resumed_or_deleted(
+        trained, tmp_path: Path) -> None:
+    """A partial output is seqrep's only while it is the file its record names: a user's file
+    put in its place is refused, with --overwrite too, and kept, even where the file system
+    gives it the inode number of the removed one (the identity alone cannot tell them)."""
+    from seqrep.errors import ConfigError
+    from seqrep.model.labeler import SequenceLabeler
+    from seqrep.stream import labeler_identity, predict_file, prepare
+
+    lab = SequenceLabeler.from_pretrained(trained[0])
+    src = tmp_path / "in.txt"
+    src.write_text("Ann ran .\nBob ran .\nCid ran .\n")
+    out = tmp_path / "out.jsonl"
+    identity = labeler_identity(lab, decoding=None, words=False)
+
+    def stop(done: int, total: int) -> None:
+        if done >= 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        predict_file(lab, src, out, chunk=1, progress=stop,
+                     plan=prepare(src, out, identity))
+    partial = tmp_path / "out.jsonl.partial"
+    kept = partial.read_bytes()
+    assert kept.count(b"\n") == 1
+    prepare(src, out, identity)  # its own partial output: resumed
+    partial.unlink()
+    for mine in (b"my notes\n", b"my notes", b"my notes\n" + kept):
+        partial.write_bytes(mine)  # a new file, which may get the freed inode's number
+        for overwrite in (False, True):
+            with pytest.raises(ConfigError, match="not written by seqrep"):
+                prepare(src, out, identity, overwrite=overwrite)
+        assert partial.read_bytes() == mine
+        partial.unlink()

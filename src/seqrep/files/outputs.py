@@ -6,6 +6,7 @@ written through or deleted (:mod:`seqrep.files.owner`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Callable, Sequence
@@ -129,12 +130,42 @@ def _own_bookkeeping(output: Path, made_from: dict[str, Any], overwrite: bool) -
     if not partial.is_file():
         raise ConfigError(f"{partial} is not a regular file; expected a partial output of "
                           f"{output} (remove it to start over)")
+    if not _holds_records(partial):  # a file of the user's given the freed inode's number
+        raise ConfigError(f"{partial} exists and was not written by seqrep for {output} (its "
+                          f"lines are no prediction records); it is not overwritten or "
+                          f"deleted: move it away, or choose another output path")
     why = _differs(old, made_from)
     if why is not None and not overwrite:
         raise ConfigError(f"{partial} {why}; pass --overwrite to start over, or remove it")
     if why is not None:
         partial.unlink()
         meta.unlink()
+
+
+MAX_RECORD_LINE = 1 << 26  # a prediction record of one text: far below 64 MiB
+
+
+def _is_record(line: bytes) -> bool:
+    try:
+        value = json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and set(value) == {"text", "sentences", "spans"}
+
+
+def _holds_records(partial: Path) -> bool:
+    """Whether the partial output's first and last complete lines are prediction records
+    (empty: yes): a file that reuses the inode number of seqrep's removed partial output
+    carries its identity but not its lines. Two lines read, however large the file."""
+    with open(partial, "rb") as f:
+        first = f.readline(MAX_RECORD_LINE)
+        if not first.endswith(b"\n"):  # empty, or only a torn first record (cut off on
+            return not first or first.startswith(b'{"text": ')  # resuming): as seqrep writes
+        size = f.seek(0, 2)
+        f.seek(max(0, size - MAX_RECORD_LINE))
+        tail = f.read()
+    lines = tail[:tail.rfind(b"\n")].rsplit(b"\n", 1)
+    return _is_record(first) and _is_record(lines[-1])
 
 
 def _record(meta: Path) -> Any:
