@@ -251,3 +251,16 @@ def test_a_partial_output_replaced_by_another_file_is_not_resumed_or_deleted(
                 prepare(src, out, identity, overwrite=overwrite)
         assert partial.read_bytes() == mine
         partial.unlink()
+
+
+@pytest.mark.parametrize("name", ["../outside.txt", "/etc/passwd", "a//b", "./a"])
+def test_a_list_naming_a_path_outside_its_folder_is_no_list_of_seqreps(
+        tmp_path: Path, name: str) -> None:
+    root = tmp_path / "out"
+    root.mkdir()
+    (root / "a.json").write_text("{}")
+    (root / owner.MANIFEST).write_text(json.dumps(
+        {"format": "seqrep-files", "kind": "run", "files": ["a.json", name]}))
+    with pytest.raises(owner.NotOwned, match="not a path inside its folder"):
+        owner.check_folder(root, True)
+    assert (root / "a.json").read_text() == "{}"
