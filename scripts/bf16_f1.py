@@ -21,7 +21,7 @@ from seqrep.evaluate import check_labels, score
 from seqrep.files.atomic import write_json
 from seqrep.model.device import cpu_features, cpu_has_bf16
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.predict import decode_logits
+from seqrep.predict.tagger import decode_logits
 
 
 def main() -> None:

@@ -21,12 +21,12 @@ import torch
 from torch import nn
 
 from seqrep.config import LabelerConfig
-from seqrep.contexts import context_of
+from seqrep.core.contexts import context_of
 from seqrep.data import load_corpus
+from seqrep.data.tasks import SPANS
 from seqrep.files.atomic import write_json
 from seqrep.model.device import cpu_features
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.tasks import SPANS
 
 
 def main() -> None:

@@ -16,8 +16,8 @@ from seqrep.encode import BATCH_TOKENS
 from seqrep.encode.batch import length_batches
 from seqrep.encode.pipeline import Encoder, EncodesSentences
 from seqrep.export.runtime import OnnxLabeler
-from seqrep.labeler_protocol import Labeler
 from seqrep.model.labeler import SequenceLabeler
+from seqrep.predict.labeler import Labeler
 from seqrep.serve.batcher import Batcher
 
 

@@ -24,7 +24,7 @@ from tests.inprocess import seqrep
 
 PANELS = {"Model", "Repetition and layers", "Data", "Training", "Distillation", "Serving",
           "Benchmark", "Output", "Runtime and devices"}
-# help texts built from the strategy tables (seqrep.contexts, seqrep.model.tuning): their
+# help texts built from the strategy tables (seqrep.core.contexts, seqrep.model.tuning): their
 # owners keep them; checked for dates and figures like the others, not yet for length
 FROM_TABLES = {"--context", "--finetune"}
 MEASUREMENT = [re.compile(p) for p in (

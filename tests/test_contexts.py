@@ -1,4 +1,4 @@
-"""Contexts as table objects (:mod:`seqrep.contexts`): what callers ask of sentence and
+"""Contexts as table objects (:mod:`seqrep.core.contexts`): what callers ask of sentence and
 document context, and the config's one validation against the table. Expected values are
 written out by hand (the help text and notice as they read before the table existed)."""
 
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from seqrep.config import LabelerConfig, TrainConfig
-from seqrep.contexts import (
+from seqrep.core.contexts import (
     CONTEXTS,
     DOCUMENT,
     FOCUS,
@@ -35,9 +35,9 @@ def test_the_table_names_sentence_then_document() -> None:
     assert context_of(None) is SENTENCE  # records stored before the setting existed
     assert not SENTENCE.documents and DOCUMENT.documents and FOCUS.documents
     # each names its row builder: the focus layout's is the only focus one
+    from seqrep.core.table import resolve
     from seqrep.encode.document import document_rows, focus_rows
     from seqrep.encode.rows import sentence_rows
-    from seqrep.table import resolve
 
     assert [resolve(c.rows) for c in (SENTENCE, DOCUMENT, FOCUS)] == [sentence_rows,
                                                                        document_rows, focus_rows]

@@ -17,7 +17,7 @@ import torch
 from seqrep.data.tags import tags_to_spans
 from seqrep.evaluate import choose_decoding
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.predict import predict_text, to_conll
+from seqrep.predict.tagger import predict_text, to_conll
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 
@@ -70,7 +70,7 @@ def test_json_spans_and_conll_columns_agree_on_stray_inside_tags(greedy_labeler,
     # the O written for "met" has O's probability: logits (0, 0, 5, 0, 0)
     o_prob = 1 / (4 + math.exp(5))
     assert record["spans"][0]["score"] == round(math.exp(5) / (4 + math.exp(5)), 4)
-    from seqrep.predict import predict_tags
+    from seqrep.predict.tagger import predict_tags
 
     ((_, probs),) = predict_tags(greedy_labeler, [["Obama", "met", "Peter", "Blackburn",
                                                    "today"]], docs=None)

@@ -9,7 +9,7 @@ import itertools
 import pytest
 import torch
 
-from seqrep.decode import allowed_transitions, decode, viterbi
+from seqrep.data.decode import allowed_transitions, decode, viterbi
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 

@@ -7,7 +7,7 @@ import sys
 
 import torch
 
-from seqrep.decode import allowed_transitions
+from seqrep.data.decode import allowed_transitions
 
 # rows: previous tag, columns: next tag; written by hand from the IOB2 rule
 # (I-X only after B-X or I-X; everything else anywhere)

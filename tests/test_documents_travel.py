@@ -44,7 +44,7 @@ def _strict(tags: list[str]) -> list[str]:
 
 
 def test_a_part_keeps_each_sentences_document(doc_labeler) -> None:  # noqa: ANN001
-    from seqrep.documents import Grouped
+    from seqrep.encode.grouped import Grouped
 
     sents = _sentences()
     grouped = Grouped.of(sents, doc_labeler)
@@ -85,7 +85,7 @@ def test_every_evaluation_route_keeps_the_documents(doc_labeler, monkeypatch) ->
         def __init__(self, rank: int) -> None:
             self.num_processes, self.process_index = 2, rank
 
-    from seqrep.documents import Grouped
+    from seqrep.encode.grouped import Grouped
 
     parts: list = []
 
@@ -114,8 +114,8 @@ def test_public_calls_read_each_sentence_alone_unless_told_and_the_cache_must_be
     import torch
 
     from seqrep.export.runtime import OnnxLabeler
-    from seqrep.labeler_protocol import Labeler
-    from seqrep.predict import predict_tags
+    from seqrep.predict.labeler import Labeler
+    from seqrep.predict.tagger import predict_tags
     from seqrep.train.teacher_cache import label_cache
 
     words = [["Maria", "left", "."], ["Boris", "came", "."]]

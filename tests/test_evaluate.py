@@ -4,8 +4,8 @@ import pytest
 from seqeval.metrics import classification_report, f1_score
 from seqeval.scheme import IOB2
 
+from seqrep.data.decode import allowed_transitions, decode, viterbi
 from seqrep.data.types import Sentence
-from seqrep.decode import allowed_transitions, decode, viterbi
 from seqrep.evaluate import check_labels, score
 
 GOLD = [["B-PER", "I-PER", "O", "B-LOC"], ["O", "B-ORG", "I-ORG", "O"], ["B-LOC", "O"]]

@@ -1,4 +1,4 @@
-"""A command whose extra is missing is one line naming the extra, exit 2 (seqrep.extras)."""
+"""A command whose extra is missing is one line naming the extra, exit 2 (seqrep.core.extras)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from seqrep.core.extras import EXTRAS, require
 from seqrep.errors import ConfigError
-from seqrep.extras import EXTRAS, require
 
 ROOT = Path(__file__).resolve().parents[1]
 

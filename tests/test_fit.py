@@ -115,7 +115,7 @@ def test_a_cache_file_is_reused_only_when_it_holds_the_same_content(tmp_path, pl
 
     from tampering import deadline
 
-    from seqrep.fit import corpus_file
+    from seqrep.train.fit import corpus_file
 
     pairs = [(["Ada", "left"], ["B-PER", "O"]), (["Bob"], ["B-PER"])]
     text, name = _expected_cache(pairs)

@@ -26,7 +26,7 @@ from seqrep.cli.predict import _lines
 from seqrep.data.tags import strict_spans
 from seqrep.data.tokenize import split_sentences, split_words
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.predict import predict_text, to_conll
+from seqrep.predict.tagger import predict_text, to_conll
 
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
            HealthCheck.large_base_example]

@@ -14,7 +14,7 @@ from inprocess import seqrep
 from support import write_corpus
 from test_hub_cache import FILES, REPO, _replace, _repo, bounded
 
-import seqrep.stream as stream
+import seqrep.predict.stream as stream
 
 FIRST, SECOND = "a" * 40, "b" * 40
 TEXTS = ["Obama visited Paris .", "Angela Merkel met the people .", "Maria left Tokyo ."]

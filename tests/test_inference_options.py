@@ -185,9 +185,9 @@ def test_the_python_loaders_default_to_the_commands_device() -> None:
 
 def test_a_bad_runtime_lists_the_runtimes_on_both_routes(capsys) -> None:
     """--runtime as an option (InferenceConfig) and as export.load_labeler's argument
-    (seqrep.runtimes) refuse with the same line, naming the four runtimes."""
+    (seqrep.core.runtimes) refuse with the same line, naming the four runtimes."""
+    from seqrep.core.runtimes import runtime
     from seqrep.errors import ConfigError
-    from seqrep.runtimes import runtime
 
     says = "--runtime 'tpu'; expected one of auto, torch, onnx, onnx-int8"
     code, _, err = cli(capsys, "predict", "run", "x", "--runtime", "tpu")

@@ -13,8 +13,8 @@ from support import cli
 
 import seqrep.export
 from seqrep.config import InferenceConfig
+from seqrep.core.table import Table
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.table import Table
 
 
 @pytest.fixture(scope="module")

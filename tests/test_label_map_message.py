@@ -3,7 +3,7 @@ B-/I- tags the unknown labels are listed as (issue 37, item 21)."""
 
 from __future__ import annotations
 
-from seqrep.tasks import SPANS, TOKENS, unknown_labels_message
+from seqrep.data.tasks import SPANS, TOKENS, unknown_labels_message
 
 
 def test_the_span_hint_maps_types_and_gives_an_example() -> None:

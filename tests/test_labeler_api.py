@@ -131,7 +131,7 @@ def test_from_pretrained_by_hub_name_predicts_as_the_folder(saved, tmp_path,
 
 
 def test_docs_are_keyword_optional(saved) -> None:
-    from seqrep.predict import predict_tags
+    from seqrep.predict.tagger import predict_tags
 
     _, lab = saved
     words = [["Obama", "visited", "Paris", "."]]

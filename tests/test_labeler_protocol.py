@@ -8,9 +8,9 @@ import typing
 
 import pytest
 
-from seqrep.labeler_protocol import Labeler
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.predict import decode_logits, predict_tags, predict_text
+from seqrep.predict.labeler import Labeler
+from seqrep.predict.tagger import decode_logits, predict_tags, predict_text
 
 
 @pytest.fixture(scope="module")

@@ -100,7 +100,7 @@ def test_task_tokens_on_span_data_is_refused(tiny, tmp_path: Path) -> None:
     from support import write_corpus
 
     from seqrep.errors import ConfigError
-    from seqrep.fit import train_labeler
+    from seqrep.train.fit import train_labeler
 
     corpus = write_corpus(tmp_path / "train.conll", 12)
     with pytest.raises(ConfigError) as err:
@@ -112,7 +112,7 @@ def test_task_tokens_on_span_data_is_refused(tiny, tmp_path: Path) -> None:
 
 def test_train_labeler_says_overwrite_true_from_python(tiny, tmp_path: Path) -> None:
     from seqrep.errors import SeqrepError
-    from seqrep.fit import train_labeler
+    from seqrep.train.fit import train_labeler
 
     out = tmp_path / "run"
     out.mkdir()
@@ -125,7 +125,7 @@ def test_train_labeler_says_overwrite_true_from_python(tiny, tmp_path: Path) -> 
 
 
 def test_train_labeler_accepts_max_steps(tiny, tmp_path: Path) -> None:
-    from seqrep.fit import train_labeler
+    from seqrep.train.fit import train_labeler
 
     pairs = [(["Ann", "left", "Paris"], ["B-PER", "O", "B-LOC"])] * 40
     labeler, metrics = train_labeler(pairs, model=tiny("llama"), output=tmp_path / "run",
@@ -183,7 +183,7 @@ def test_a_near_miss_model_alias_is_refused_at_once(tmp_path: Path) -> None:
 
 def test_a_near_miss_model_alias_from_python(tmp_path: Path) -> None:
     from seqrep.errors import SeqrepError
-    from seqrep.fit import train_labeler
+    from seqrep.train.fit import train_labeler
 
     with pytest.raises(SeqrepError) as err:
         train_labeler([(["a"], ["B-X"])], model="gemma3-270", output=tmp_path / "run")

@@ -13,8 +13,8 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from seqrep.errors import DataError  # noqa: E402
-from seqrep.inputs import count_records, read_records  # noqa: E402
 from seqrep.model.labeler import SequenceLabeler  # noqa: E402
+from seqrep.predict.inputs import count_records, read_records  # noqa: E402
 
 TEXTS = ["Obama visited Paris.", "Maria left Tokyo today!", "Then they left."]
 

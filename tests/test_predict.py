@@ -14,7 +14,7 @@ from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.data.tags import strict_spans
 from seqrep.evaluate import score
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.predict import predict_text, word_spans
+from seqrep.predict.tagger import predict_text, word_spans
 
 
 def test_predict_and_evaluate_read_tags_alike() -> None:

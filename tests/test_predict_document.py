@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from support import cli, sharp_document_labeler
 
-from seqrep.contexts import SENTENCE
+from seqrep.core.contexts import SENTENCE
 from seqrep.data.tags import spans_to_tags, strict_spans
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.predict import predict_tags, predict_text, split_text
+from seqrep.predict.stream import predict_file
+from seqrep.predict.tagger import predict_tags, predict_text, split_text
 from seqrep.serve.local import free_port
-from seqrep.stream import predict_file
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 TEXT = ("Obama visited Paris. The European Union said on Thursday it disagreed with German "
@@ -165,7 +165,7 @@ SHARDED = '''
 import sys
 from accelerate import PartialState
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.stream import predict_file
+from seqrep.predict.stream import predict_file
 lab = SequenceLabeler.from_pretrained(sys.argv[1]).eval()
 predict_file(lab, sys.argv[2], sys.argv[3], chunk=2, accelerator=PartialState(cpu=True))
 '''
@@ -245,7 +245,7 @@ def test_two_process_evaluation_predicts_as_one_process(folder, tmp_path: Path) 
 
 
 def test_a_resume_point_moves_back_to_its_document_s_first_line(tmp_path: Path) -> None:
-    from seqrep.inputs import document_start
+    from seqrep.predict.inputs import document_start
 
     src = _jsonl(tmp_path / "in.jsonl", [{"text": "x", "doc_id": d}
                                          for d in ["a", "a", None, "b", "b"]])
@@ -277,7 +277,7 @@ def test_a_resume_inside_a_later_document_keeps_the_lines_before_it(lab, tmp_pat
 
 
 def test_chunks_wait_for_a_document_only_when_asked() -> None:
-    from seqrep.inputs import chunks
+    from seqrep.predict.inputs import chunks
 
     lines = [(n, "x", False, d) for n, d in enumerate(["a", "a", "a", None, "b", "b", "c"], 1)]
     sizes = [len(c) for c in chunks(iter(lines), 2)]

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-import seqrep.stream
+import seqrep.predict.stream
 from seqrep.cli.app import main
 from seqrep.errors import ConfigError
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.predict import predict_text
-from seqrep.stream import predict_file
+from seqrep.predict.stream import predict_file
+from seqrep.predict.tagger import predict_text
 
 TEXTS = ["Obama visited Paris.", "", "Maria left Tokyo today!",
          "Peter Blackburn and Angela Merkel met in Berlin. Then they left."] * 5 + ["last"]
@@ -124,7 +124,7 @@ def test_a_bad_output_path_is_refused_before_any_work(folder: Path, tmp_path: Pa
 
 
 def _interrupt_after(monkeypatch: pytest.MonkeyPatch, calls: int) -> None:
-    real, seen = seqrep.stream.label_items, []
+    real, seen = seqrep.predict.stream.label_items, []
 
     def label(*a: object, **k: object) -> list:
         seen.append(1)
@@ -132,7 +132,7 @@ def _interrupt_after(monkeypatch: pytest.MonkeyPatch, calls: int) -> None:
             raise KeyboardInterrupt
         return real(*a, **k)
 
-    monkeypatch.setattr(seqrep.stream, "label_items", label)
+    monkeypatch.setattr(seqrep.predict.stream, "label_items", label)
 
 
 def test_a_partial_output_resumes_only_from_its_own_input(lab: SequenceLabeler, tmp_path: Path,
@@ -171,7 +171,7 @@ def test_resume_says_so_and_the_rate_counts_the_work(folder: Path, lab: Sequence
 
     src = _source(tmp_path)
     out = tmp_path / "out.jsonl"
-    monkeypatch.setattr(seqrep.stream, "CHUNK", 4)
+    monkeypatch.setattr(seqrep.predict.stream, "CHUNK", 4)
     with monkeypatch.context() as m:
         _interrupt_after(m, 2)
         code, _, err = _cli(capsys, "predict", folder, "--input", src, "--output", out)
@@ -181,13 +181,13 @@ def test_resume_says_so_and_the_rate_counts_the_work(folder: Path, lab: Sequence
     code, _, err = _cli(capsys, "predict", folder, "--input", src, "--output", out,
                         "--decoding", "greedy")
     _refused(code, err, "another labeler", "--overwrite")
-    real = seqrep.stream.label_items
+    real = seqrep.predict.stream.label_items
 
     def slow(*a: object, **k: object) -> list:
         time.sleep(0.2)  # each chunk takes at least 0.2 s: at most 4 / 0.2 = 20 texts/s
         return real(*a, **k)
 
-    monkeypatch.setattr(seqrep.stream, "label_items", slow)
+    monkeypatch.setattr(seqrep.predict.stream, "label_items", slow)
     code, _, err = _cli(capsys, "predict", folder, "--input", src, "--output", out)
     assert code == 0, err
     assert "resuming after 8 records" in err
@@ -250,7 +250,7 @@ def test_a_jsonl_dataset_is_no_seqrep_output(folder: Path, tmp_path: Path, capsy
 
 
 def test_a_training_checkpoint_is_no_part_of_a_runs_identity(tmp_path: Path) -> None:
-    from seqrep.stream import run_identity
+    from seqrep.predict.stream import run_identity
 
     run = tmp_path / "run"
     run.mkdir()

@@ -99,7 +99,7 @@ def test_an_input_beside_the_output_is_still_accepted(tmp_path: Path, no_model) 
 _PREPARE = """
 import sys
 from seqrep.errors import SeqrepError
-from seqrep.stream import prepare
+from seqrep.predict.stream import prepare
 try:
     prepare(sys.argv[1], sys.argv[2], {"labeler": "x"}, overwrite=sys.argv[3] == "1")
 except SeqrepError as err:
@@ -142,7 +142,7 @@ def test_a_partial_output_that_is_no_regular_file_is_refused(tmp_path: Path) -> 
     does not name it (seqrep creates its partial output itself, a regular file)."""
     from seqrep.errors import ConfigError
     from seqrep.files.atomic import write_json
-    from seqrep.stream import prepare
+    from seqrep.predict.stream import prepare
 
     src = tmp_path / "in.txt"
     src.write_text(TEXTS, encoding="utf-8")

@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from seqrep.contexts import CONTEXTS, Context
+from seqrep.core.contexts import CONTEXTS, Context
+from seqrep.data.tasks import DECODINGS, SPANS, Decoding
 from seqrep.data.types import Sentence
 from seqrep.encode.repeat import build_segment
 from seqrep.encode.rows import Item
 from seqrep.evaluate import evaluate
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.predict import predict_tags, predict_text
-from seqrep.tasks import DECODINGS, SPANS, Decoding
+from seqrep.predict.tagger import predict_tags, predict_text
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 FIRST = ["Obama", "visited", "Paris", "."]

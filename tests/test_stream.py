@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.predict import predict_text
-from seqrep.stream import predict_file
+from seqrep.predict.stream import predict_file
+from seqrep.predict.tagger import predict_text
 
 TEXTS = ["Obama visited Paris.", "", "Maria left Tokyo 🙂 today!\u2028still this line",
          "Peter Blackburn and Angela Merkel met in Berlin. Then they left."] * 5 + ["last"]

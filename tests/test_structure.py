@@ -154,3 +154,82 @@ def test_no_import_circles_between_subpackages() -> None:
     assert "seqrep.encode" in groups["seqrep.model"]
     circles = _circles(groups)
     assert not circles, "\n".join(circles)
+
+
+def _layers() -> tuple[str, ...]:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "hooks"))
+    import layout
+
+    return layout.LAYERS
+
+
+def _part(module: str) -> str:
+    """``seqrep.encode.batch`` -> ``encode``; the package's own ``__init__`` -> ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_import_points_down_the_layers() -> None:
+    """Each part of seqrep (a subpackage, or a module at the root) imports only from itself
+    and from the parts listed before it in the layout page's LAYERS, lazy imports and
+    TYPE_CHECKING ones included; every part is listed, so a new one must take its place."""
+    layers = _layers()
+    rank = {part: i for i, part in enumerate(layers)}
+    edges = _seqrep_imports()
+    assert {_part(m) for m in edges} == set(layers)
+    upward = sorted(f"{module} imports {target} ({_part(target)} is above {_part(module)})"
+                    for module, targets in edges.items() for target in targets
+                    if rank[_part(target)] > rank[_part(module)])
+    assert not upward, "\n".join(upward)
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    """The check above on a made-up edge: model importing from predict is refused."""
+    rank = {part: i for i, part in enumerate(_layers())}
+    assert rank["predict"] > rank["model"] and rank["encode"] < rank["model"]
+    assert rank["core"] < rank["data"] < rank["train"] < rank["labeling"] < rank["cli"]
+
+
+def test_the_package_root_holds_at_most_eight_modules() -> None:
+    from pathlib import Path
+
+    import seqrep
+
+    root = Path(seqrep.__file__).resolve().parent
+    modules = sorted(p.name for p in root.glob("*.py")
+                     if p.name not in {"__init__.py", "__main__.py"})
+    assert len(modules) <= 8, modules
+
+
+def test_the_layout_page_lists_every_module_with_its_docstring() -> None:
+    """The generated page names each module once, with a description (its docstring's first
+    sentence), and every part in order; checked against a walk of the source tree."""
+    import sys
+    from pathlib import Path
+
+    import seqrep
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "hooks"))
+    import layout
+
+    root = Path(seqrep.__file__).resolve().parent
+    page = layout.layout_markdown(root)
+    rows, section = [], ""
+    for line in page.splitlines():
+        if line.startswith("### "):
+            section = line.strip("#` /")
+        elif line.startswith("| `"):
+            rows.append((section, line.split("`")[1], line.split(" | ")[1]))
+    expected = sorted((p.relative_to(root).parts[0], "/".join(p.relative_to(root).parts[1:]))
+                      for p in root.rglob("*.py")
+                      if p.name != "__init__.py" and p.parent != root)
+    assert sorted((part, name) for part, name, _ in rows) == expected
+    assert all(len(text) > 20 for *_, text in rows), rows
+    numbered = [line.split("`")[1].rstrip("/").removesuffix(".py")
+                for line in page.splitlines() if line[:1].isdigit()]
+    assert numbered == list(layout.LAYERS)
+    source = (Path(__file__).resolve().parents[1] / "docs" / "reference" / "layout.md")
+    assert layout.MARKER in source.read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The one table type the strategy families share (:mod:`seqrep.table`): names, lookup with one
+"""The one table type the strategy families share (:mod:`seqrep.core.table`): names, lookup with one
 line naming the field or option, checks and help text generated from the entries. Expected
 strings are written out by hand, as the tables' helpers wrote them before the type existed."""
 
@@ -8,12 +8,12 @@ import dataclasses
 
 import pytest
 
-from seqrep.contexts import CONTEXTS, DOCUMENT, SENTENCE, context_of
+from seqrep.core.contexts import CONTEXTS, DOCUMENT, SENTENCE, context_of
+from seqrep.core.runtimes import RUNTIMES
+from seqrep.core.table import Table, resolve
+from seqrep.data.tasks import DECODINGS, SPANS, TASKS, task_of
 from seqrep.errors import ConfigError
 from seqrep.model.tuning import MODES
-from seqrep.runtimes import RUNTIMES
-from seqrep.table import Table, resolve
-from seqrep.tasks import DECODINGS, SPANS, TASKS, task_of
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Tasks and decodings as table objects (:mod:`seqrep.tasks`), and the evaluation module's
+"""Tasks and decodings as table objects (:mod:`seqrep.data.tasks`), and the evaluation module's
 choice of decoding and per-layer probe scores. Expected values are written out by hand."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from seqrep.data.tasks import DECODINGS, SPANS, TOKENS, resolve_task, task_of
 from seqrep.data.types import Sentence
 from seqrep.errors import ConfigError
 from seqrep.evaluate import choose_decoding, layer_scores
-from seqrep.tasks import DECODINGS, SPANS, TOKENS, resolve_task, task_of
 
 
 def _sents(*tag_lists: list[str]) -> list[Sentence]:

@@ -16,8 +16,8 @@ __all__ = ["SequenceLabeler", "LabelerConfig", "TrainConfig", "Sentence", "Span"
 _LAZY = {"SequenceLabeler": "seqrep.model.labeler", "LabelerConfig": "seqrep.config",
          "TrainConfig": "seqrep.config", "Sentence": "seqrep.data.types",
          "Span": "seqrep.data.types", "Corpus": "seqrep.data.types",
-         "load_corpus": "seqrep.data", "predict_text": "seqrep.predict",
-         "train_labeler": "seqrep.fit"}
+         "load_corpus": "seqrep.data", "predict_text": "seqrep.predict.tagger",
+         "train_labeler": "seqrep.train.fit"}
 
 
 def __getattr__(name: str) -> Any:

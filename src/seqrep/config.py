@@ -13,14 +13,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from seqrep.configbase import ConfigBase, check_choice, check_types
-from seqrep.configbase import option as _f  # every field line uses it
-from seqrep.contexts import DOCUMENT, SENTENCE
+from seqrep.core.configbase import ConfigBase, check_choice, check_types
+from seqrep.core.configbase import option as _f  # every field line uses it
+from seqrep.core.contexts import DOCUMENT, SENTENCE
+from seqrep.data.tasks import DECODINGS
 from seqrep.encode import BATCH_TOKENS
 from seqrep.errors import ConfigError
 from seqrep.model.labeler_config import LabelerConfig, parse_unmask
 from seqrep.model.tuning import MODES, Mode
-from seqrep.tasks import DECODINGS
 
 __all__ = ["InferenceConfig", "LabelerConfig", "ReaderConfig", "TrainConfig", "parse_unmask"]
 
@@ -145,16 +145,16 @@ class InferenceConfig(ConfigBase):
                 and value < 1:
             raise ConfigError(f"{flag} {value}; expected 1 or more")
         if name == "runtime":
-            from seqrep.runtimes import RUNTIMES
+            from seqrep.core.runtimes import RUNTIMES
 
             RUNTIMES.check(value, flag, auto=True)
         if name == "precision":
-            from seqrep.runtimes import PRECISIONS
+            from seqrep.core.runtimes import PRECISIONS
 
             if str(value).lower() not in PRECISIONS:
                 raise ConfigError(f"{flag} {value!r}; expected one of {', '.join(PRECISIONS)}")
         if name == "device":
-            from seqrep.runtimes import DEVICES
+            from seqrep.core.runtimes import DEVICES
 
             d = str(value).lower()
             if d not in DEVICES and not (d.startswith("cuda:") and d[5:].isdigit()):

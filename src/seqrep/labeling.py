@@ -1,7 +1,7 @@
-"""What a labeler's own methods do (:class:`seqrep.labeler_methods.LabelerMethods`): their
+"""What a labeler's own methods do (:class:`seqrep.core.labeler_methods.LabelerMethods`): their
 arguments checked here, in one line naming the argument, and the work done by the routes the
 commands take, so ``labeler.predict`` prints what ``seqrep predict`` prints
-(:func:`seqrep.predict.predict_text`) and ``labeler.evaluate`` scores what ``seqrep
+(:func:`seqrep.predict.tagger.predict_text`) and ``labeler.evaluate`` scores what ``seqrep
 evaluate`` scores (:func:`seqrep.evaluate.evaluate`, after the same label checks).
 """
 
@@ -11,11 +11,11 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from seqrep.contexts import labeler_context
+from seqrep.core.contexts import labeler_context
 from seqrep.data.quote import cut
 from seqrep.data.types import Corpus
-from seqrep.labeler_protocol import Labeler
-from seqrep.predict import predict_tags, predict_text, word_spans
+from seqrep.predict.labeler import Labeler
+from seqrep.predict.tagger import predict_tags, predict_text, word_spans
 
 
 def _shown(value: Any) -> str:
@@ -61,7 +61,7 @@ def predict(labeler: Labeler, text_or_texts: str | Sequence[str], *,
             docs: Sequence[Hashable | None] | None = None, decoding: str | None = None,
             batch_size: int = 32, pretokenized: bool | Sequence[bool] = False
             ) -> dict[str, Any] | list[dict[str, Any]]:
-    """:meth:`~seqrep.labeler_methods.LabelerMethods.predict`."""
+    """:meth:`~seqrep.core.labeler_methods.LabelerMethods.predict`."""
     one = isinstance(text_or_texts, str)
     texts = [text_or_texts] if one else _sequence(
         text_or_texts, "text_or_texts", "a str or a list of str")
@@ -81,7 +81,7 @@ def predict(labeler: Labeler, text_or_texts: str | Sequence[str], *,
 def predict_words(labeler: Labeler, sentences: Sequence[Sequence[str]],
                   docs: Sequence[Hashable | None] | None = None, *,
                   decoding: str | None = None, batch_size: int = 32) -> list[dict[str, Any]]:
-    """:meth:`~seqrep.labeler_methods.LabelerMethods.predict_words`."""
+    """:meth:`~seqrep.core.labeler_methods.LabelerMethods.predict_words`."""
     expected = "a list of sentences, each a list of words"
     sents = _sequence(sentences, "sentences", expected)
     words = []
@@ -99,7 +99,7 @@ def predict_words(labeler: Labeler, sentences: Sequence[Sequence[str]],
 
 def _word_spans(words: list[str], tags: list[str], probs: list[float],
                 labeler: Labeler) -> list[dict[str, Any]]:
-    """A sentence's spans as :func:`~seqrep.predict.predict_text` writes them, by word."""
+    """A sentence's spans as :func:`~seqrep.predict.tagger.predict_text` writes them, by word."""
     return [{"label": label, "score": round(sum(probs[s:e]) / (e - s), 4),
              "text": " ".join(words[s:e]), "words": [s, e]}
             for s, e, label in word_spans(tags, labeler.config.task)]
@@ -108,7 +108,7 @@ def _word_spans(words: list[str], tags: list[str], probs: list[float],
 def evaluate(labeler: Labeler, dataset: Any, split: str | None = None, *,
              decoding: str | None = None, batch_size: int = 32,
              label_map: dict[str, str] | None = None, **reader: Any) -> dict[str, Any]:
-    """:meth:`~seqrep.labeler_methods.LabelerMethods.evaluate`: the sentences of ``dataset``
+    """:meth:`~seqrep.core.labeler_methods.LabelerMethods.evaluate`: the sentences of ``dataset``
     checked and scored as ``seqrep evaluate`` checks and scores them."""
     from seqrep.evaluate import check_scored_labels
     from seqrep.evaluate import evaluate as run_eval
@@ -146,7 +146,7 @@ def _corpus(dataset: Any, split: str | None, reader: dict[str, Any]) -> tuple[Co
                          "named by name or path; dataset holds sentences in memory")
     if isinstance(dataset, Corpus):
         return dataset, dataset.name or "the dataset"
-    from seqrep.fit import corpus_file
+    from seqrep.train.fit import corpus_file
 
     items = _sequence(dataset, "dataset", "a dataset name or path, a datasets.Dataset, a "
                                           "Corpus, or a list of sentences")

@@ -31,7 +31,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 from seqrep import load_corpus  # noqa: E402
 from seqrep.data.types import Corpus  # noqa: E402
 from seqrep.errors import SeqrepError  # noqa: E402
-from seqrep.inputs import count_records, read_records  # noqa: E402
+from seqrep.predict.inputs import count_records, read_records  # noqa: E402
 
 _N = int(os.environ.get("SEQREP_FUZZ_EXAMPLES") or 0)
 FUZZ = settings(max_examples=_N or 40, derandomize=not _N, deadline=None, database=None,

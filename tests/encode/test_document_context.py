@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from seqrep.config import LabelerConfig
-from seqrep.contexts import DOCUMENT
+from seqrep.core.contexts import DOCUMENT
 from seqrep.encode.document import documents, encode_document
 from seqrep.encode.repeat import RepeatSpec, encode_sentence, focus_segment
 from seqrep.errors import ConfigError

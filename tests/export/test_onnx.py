@@ -28,7 +28,7 @@ from seqrep.export.files import META_FILE, sha256  # noqa: E402
 from seqrep.export.onnx import DEFAULT_OPSET, export_onnx  # noqa: E402
 from seqrep.export.runtime import OnnxLabeler  # noqa: E402
 from seqrep.model.labeler import SequenceLabeler  # noqa: E402
-from seqrep.predict import predict_tags, predict_text  # noqa: E402
+from seqrep.predict.tagger import predict_tags, predict_text  # noqa: E402
 
 TOL = 1e-4  # largest absolute logit difference accepted (measured: about 1e-6)
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]

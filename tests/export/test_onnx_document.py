@@ -18,7 +18,7 @@ pytest.importorskip("onnxscript")
 from seqrep.export.onnx import export_onnx  # noqa: E402
 from seqrep.export.runtime import OnnxLabeler  # noqa: E402
 from seqrep.model.labeler import SequenceLabeler  # noqa: E402
-from seqrep.predict import predict_text, split_text  # noqa: E402
+from seqrep.predict.tagger import predict_text, split_text  # noqa: E402
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 TEXT = ("Obama visited Paris. The European Union said on Thursday it disagreed with German "

@@ -224,7 +224,7 @@ def test_a_partial_output_replaced_by_another_file_is_not_resumed_or_deleted(
     gives it the inode number of the removed one (the identity alone cannot tell them)."""
     from seqrep.errors import ConfigError
     from seqrep.model.labeler import SequenceLabeler
-    from seqrep.stream import labeler_identity, predict_file, prepare
+    from seqrep.predict.stream import labeler_identity, predict_file, prepare
 
     lab = SequenceLabeler.from_pretrained(trained[0])
     src = tmp_path / "in.txt"

@@ -52,7 +52,7 @@ def labeler_dir(tiny, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def corpus(labeler_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:
     """The input file and the records single-process ``seqrep predict`` writes for it."""
     from seqrep.model.labeler import SequenceLabeler
-    from seqrep.stream import predict_file
+    from seqrep.predict.stream import predict_file
 
     folder = tmp_path_factory.mktemp("ray-corpus")
     source = folder / "in.jsonl"
@@ -96,7 +96,7 @@ def test_an_unreachable_cluster_is_one_line(labeler_dir: Path, tmp_path: Path,
 def test_documents_change_labels_so_the_order_test_can_see_a_cut(labeler_dir: Path,
                                                                  corpus: tuple) -> None:
     from seqrep.model.labeler import SequenceLabeler
-    from seqrep.stream import label_items
+    from seqrep.predict.stream import label_items
 
     _, expected = corpus
     lab = SequenceLabeler.from_pretrained(labeler_dir)
@@ -110,9 +110,9 @@ def test_documents_change_labels_so_the_order_test_can_see_a_cut(labeler_dir: Pa
 def test_map_batches_gives_single_process_records_once_in_order(
         ray_runtime: None, labeler_dir: Path, corpus: tuple) -> None:
     from seqrep.config import InferenceConfig
-    from seqrep.inputs import chunks, read_records
     from seqrep.integrations.ray import SeqrepLabeler, chunk_rows
-    from seqrep.stream import CHUNK
+    from seqrep.predict.inputs import chunks, read_records
+    from seqrep.predict.stream import CHUNK
 
     source, expected = corpus
     ray.data.DataContext.get_current().execution_options.preserve_order = True
@@ -131,7 +131,7 @@ def test_rows_of_one_text_each_give_predict_s_records(ray_runtime: None,
     and one batch of 10 rows)."""
     from seqrep.integrations.ray import SeqrepLabeler
     from seqrep.model.labeler import SequenceLabeler
-    from seqrep.stream import label_items
+    from seqrep.predict.stream import label_items
 
     lab = SequenceLabeler.from_pretrained(labeler_dir)
     records = _texts()[:40]
@@ -154,7 +154,7 @@ def test_the_command_writes_jsonl_and_parquet_and_resumes(
         capsys: pytest.CaptureFixture) -> None:
     from seqrep.config import InferenceConfig
     from seqrep.integrations.ray import predict_with_ray
-    from seqrep.records import read_parquet_records
+    from seqrep.predict.records import read_parquet_records
 
     source, expected = corpus
     out = tmp_path / "out.jsonl"

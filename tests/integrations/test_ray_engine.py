@@ -143,9 +143,9 @@ def test_ray_labels_the_local_engine_s_chunks(ray_runtime: None, sentence_labele
     """A sentence labeler's chunks are cut every 256 texts, as the local engine cuts them
     (documents mean nothing to it), not stretched to the end of document d (line 280)."""
     from seqrep.config import InferenceConfig
-    from seqrep.inputs import chunks, read_records
     from seqrep.integrations.ray import label_chunks
-    from seqrep.stream import CHUNK
+    from seqrep.predict.inputs import chunks, read_records
+    from seqrep.predict.stream import CHUNK
 
     label = label_chunks(sentence_labeler, InferenceConfig())
     # what predict_file gives an engine: chunks that keep every doc_id run whole
@@ -189,7 +189,7 @@ def test_the_input_is_read_a_few_chunks_ahead_not_whole(ray_runtime: None,
     from seqrep.config import InferenceConfig
     from seqrep.export import load
     from seqrep.integrations.ray import label_chunks
-    from seqrep.stream import label_items
+    from seqrep.predict.stream import label_items
 
     pieces, taken = _counted(40)
     records = label_chunks(sentence_labeler, InferenceConfig(), chunk=1)(pieces)

@@ -131,7 +131,7 @@ def test_the_context_help_lists_the_contexts_table(monkeypatch) -> None:
     import sys
 
     import seqrep.lab.bench
-    from seqrep.contexts import CONTEXTS, Context
+    from seqrep.core.contexts import CONTEXTS, Context
 
     monkeypatch.setitem(CONTEXTS, "page", Context("page", "one page at a time"))
     spec = importlib.util.spec_from_file_location("bench_copy", seqrep.lab.bench.__file__)

@@ -10,7 +10,7 @@ import pytest
 import torch
 from support import write_corpus
 
-from seqrep.decode import decode
+from seqrep.data.decode import decode
 from seqrep.errors import ConfigError
 from seqrep.model.device import Placement, resolve_device, resolve_precision
 from seqrep.model.labeler import SequenceLabeler

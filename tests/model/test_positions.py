@@ -12,7 +12,7 @@ import torch
 from support import SENTENCES, _roberta_tokenizer, make_tiny
 
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.predict import predict_tags
+from seqrep.predict.tagger import predict_tags
 
 LABELS = ["O", "B-PER", "I-PER"]
 TEXT = [" ".join(s) for s in SENTENCES] + ["Obama visited Paris and Berlin last week ."]

@@ -15,7 +15,7 @@ pytest.importorskip("httpx", reason="the serve extra is not installed")
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from seqrep.predict import predict_text  # noqa: E402
+from seqrep.predict.tagger import predict_text  # noqa: E402
 from seqrep.serve.app import ServeSettings, create_app  # noqa: E402
 
 SMALL = ServeSettings(max_text_chars=300, max_texts=4, max_queue=8)

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from seqrep.predict import predict_text
+from seqrep.predict.tagger import predict_text
 from seqrep.serve.batcher import Batcher, padded_tokens, text_sentences
 
 

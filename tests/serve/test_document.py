@@ -12,7 +12,7 @@ import torch
 from support import sharp_document_labeler
 
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.predict import predict_text, split_text
+from seqrep.predict.tagger import predict_text, split_text
 from seqrep.serve.batcher import Batcher
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]

@@ -13,7 +13,7 @@ pytest.importorskip("httpx", reason="the serve extra is not installed")
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from seqrep.predict import predict_text, split_text  # noqa: E402
+from seqrep.predict.tagger import predict_text, split_text  # noqa: E402
 from seqrep.serve.app import create_app  # noqa: E402
 
 TEXT = "Obama visited Paris and Peter Blackburn met Nadim Ladki in Berlin ."

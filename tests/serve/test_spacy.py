@@ -11,7 +11,7 @@ import pytest
 spacy = pytest.importorskip("spacy", reason="the spacy extra is not installed")
 
 import seqrep.serve.spacy_component as component  # noqa: E402
-from seqrep.predict import predict_text  # noqa: E402
+from seqrep.predict.tagger import predict_text  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -70,7 +70,7 @@ def test_student_reproduces_the_teacher_labels(tiny, teacher, teacher_model, han
     """The student's tags on its training sentences are the teacher's (both decoded the
     same way: the run keeps the first model that scores best on validation, so the argmax
     of a rarely chosen word may still be one step short of the teacher's)."""
-    from seqrep.predict import predict_tags
+    from seqrep.predict.tagger import predict_tags
 
     out = tmp_path / "student"
     metrics = distill(teacher, student(tiny), fit(handful, epochs=40), out, quiet=True)

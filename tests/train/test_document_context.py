@@ -13,10 +13,10 @@ from support import cli, train_configs, with_documents, write_corpus
 from seqrep.cli.app import main
 from seqrep.data import load_corpus
 from seqrep.data.splits import load_data
+from seqrep.data.tasks import SPANS
 from seqrep.encode.document import chunk_spans
 from seqrep.evaluate import evaluate, shard_indices
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.tasks import SPANS
 from seqrep.train import train
 from seqrep.train.loop import Trainer
 

@@ -1,0 +1,1 @@
+"""The ``seqrep`` command line: one thin module per command over the library's functions."""

@@ -27,7 +27,7 @@ from seqrep.cli.options import (
     with_revision,
 )
 from seqrep.config import ReaderConfig
-from seqrep.contexts import labeler_context
+from seqrep.core.contexts import labeler_context
 
 
 def _params() -> list:
@@ -107,7 +107,7 @@ def evaluate_command(values: dict[str, Any]) -> None:
     if state.is_main_process:  # what produces the score, where a user sees it (also --json)
         typer.echo(ran_on_line(labeler), err=True)
     if state.num_processes > 1:  # under torchrun / accelerate launch: shard the sentences
-        from seqrep.documents import Grouped
+        from seqrep.encode.grouped import Grouped
         from seqrep.evaluate import evaluate_logits, sharded_logits
 
         start = time.perf_counter()

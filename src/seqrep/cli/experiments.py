@@ -20,7 +20,7 @@ def grid(config: Path = typer.Argument(..., help="grid file (YAML)"),
                                                   "the grid; the next call goes on)")
          ) -> None:
     """Run every model x dataset x strategy x seed of a grid not yet in its results store."""
-    from seqrep.extras import require
+    from seqrep.core.extras import require
 
     require("lab", "seqrep grid")
     from seqrep.lab.grid import run_grid
@@ -44,7 +44,7 @@ def report(results: list[Path] = typer.Argument(..., help="results stores (JSONL
     """Write results.md (tables over seeds and the best settings) and its PNG plots.
 
     Each cell gives the mean, the standard deviation and a confidence interval over seeds."""
-    from seqrep.extras import require
+    from seqrep.core.extras import require
 
     require("lab", "seqrep report")
     from seqrep.lab.report import report as make

@@ -107,7 +107,7 @@ def _check_input(input: Path) -> None:
     """An input file read before anything loads: a CoNLL column file is refused (its columns
     would be labeled as words), an empty one said on stderr (nothing to label is no error)."""
     from seqrep.errors import ConfigError
-    from seqrep.inputs import count_records, is_parquet, looks_like_conll
+    from seqrep.predict.inputs import count_records, is_parquet, looks_like_conll
 
     if looks_like_conll(input):
         raise ConfigError(f"{input} looks like a CoNLL column file (words and tags in columns, "
@@ -134,7 +134,7 @@ def _check_engine(engine: str, actors: int, address: str | None, input: Path | N
         raise ConfigError("--engine ray needs --input FILE and --output FILE")
     if actors < 1:
         raise ConfigError(f"--actors {actors}; expected 1 or more")
-    from seqrep.extras import require
+    from seqrep.core.extras import require
 
     require("ray", "seqrep predict --engine ray")
 
@@ -173,7 +173,7 @@ def _loaded(run: Path, settings: InferenceConfig, say: bool = True) -> Any:
 def _texts_to_stdout(run: Path, texts: list[str], settings: InferenceConfig, words: bool,
                      output_format: str) -> None:
     """TEXT or stdin: the texts labeled in one call, their records on stdout."""
-    from seqrep.predict import predict_text
+    from seqrep.predict.tagger import predict_text
 
     labeler = _loaded(run, settings)
     for record in predict_text(labeler, texts, settings.decoding, settings.batch_size,
@@ -185,8 +185,8 @@ def _file_to_stdout(run: Path, input: Path, settings: InferenceConfig, words: bo
                     output_format: str) -> None:
     """``--input`` without ``--output``: the file read whole (lines or JSONL records, their
     ``doc_id`` kept, as with ``--output``), labeled in one call, records on stdout."""
-    from seqrep.inputs import read_records
-    from seqrep.predict import predict_text
+    from seqrep.predict.inputs import read_records
+    from seqrep.predict.tagger import predict_text
 
     items = [x[1:] for x in read_records(input, words)]  # (text, pretokenized[, doc_id])
     labeler = _loaded(run, settings)
@@ -197,7 +197,7 @@ def _file_to_stdout(run: Path, input: Path, settings: InferenceConfig, words: bo
 
 
 def _write(record: dict, output_format: str) -> None:
-    from seqrep.predict import to_conll
+    from seqrep.predict.tagger import to_conll
 
     if output_format == "conll":
         sys.stdout.write(to_conll(record))
@@ -209,14 +209,14 @@ def _predict_to_file(run: Path, input: Path, output: Path, settings: InferenceCo
                      words: bool, overwrite: bool,
                      engine: tuple[str, int, str | None] = ("local", 1, None)) -> None:
     """``--output``: paths and an existing partial output checked before the model loads,
-    then streamed (:func:`seqrep.stream.predict_file`), here or by Ray actors."""
+    then streamed (:func:`seqrep.predict.stream.predict_file`), here or by Ray actors."""
     import os
 
     from accelerate import PartialState
 
     from seqrep.model.device import ran_on_line
     from seqrep.model.hub import resolve, snapshot_of
-    from seqrep.stream import predict_file, prepare, run_identity, stderr_progress
+    from seqrep.predict.stream import predict_file, prepare, run_identity, stderr_progress
 
     # a Hub name is resolved once, here: the partial output's identity names the snapshot's
     # commit, and the labeler loaded is that snapshot even if the branch moves meanwhile
@@ -262,7 +262,7 @@ def _predict_with_ray(run: Path, input: Path, output: Path, settings: InferenceC
     """``--engine ray``: the checked plan labeled by Ray actors
     (:func:`seqrep.integrations.ray.predict_with_ray`)."""
     from seqrep.integrations.ray import predict_with_ray
-    from seqrep.stream import stderr_progress
+    from seqrep.predict.stream import stderr_progress
 
     _, actors, address = engine
     start = time.perf_counter()

@@ -60,7 +60,7 @@ def serve_command(values: dict[str, Any]) -> None:
 
     The port is checked before anything loads (a busy port is one line, exit 2).
     """
-    from seqrep.extras import require
+    from seqrep.core.extras import require
 
     require("serve", "seqrep serve")
     from seqrep.serve.app import ServeSettings, create_app
@@ -99,8 +99,8 @@ def serve_command(values: dict[str, Any]) -> None:
 def _serve_with_ray(run: Any, values: dict[str, Any], settings: Any, inference: Any) -> None:
     """``--ray``: the same app from ``--replicas`` Ray Serve replicas behind Ray's proxy on
     ``--host:--port`` (:mod:`seqrep.integrations.ray_serve`), until Ctrl+C."""
+    from seqrep.core.extras import require
     from seqrep.errors import ConfigError
-    from seqrep.extras import require
     from seqrep.model.io import read_config
     from seqrep.serve.server import bind_socket
 

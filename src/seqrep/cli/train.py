@@ -16,7 +16,7 @@ import typer
 
 from seqrep.cli.options import command, config_params, config_values
 from seqrep.config import LabelerConfig, ReaderConfig, TrainConfig
-from seqrep.tasks import SPANS, TASKS
+from seqrep.data.tasks import SPANS, TASKS
 
 # LabelerConfig.decoding is what the saved model uses; training sets it from TrainConfig's
 SKIP_LABELER = ("decoding",)

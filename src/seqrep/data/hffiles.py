@@ -31,7 +31,7 @@ _PLAIN_NAME = re.compile(r"[\w-][\w.-]*")  # a file or split name: no '/', not '
 
 def datasets_module() -> Any:
     """The ``datasets`` module, or one line naming the extra that installs it."""
-    from seqrep.extras import require
+    from seqrep.core.extras import require
 
     require("datasets", "reading Hugging Face datasets")
     import datasets

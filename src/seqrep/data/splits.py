@@ -3,7 +3,7 @@
 :func:`load_data` reads the splits a :class:`~seqrep.config.TrainConfig` names (a dataset
 name, a file, or a file per split), takes the fixed random subsets it asks for, and drops empty
 sentences. What a task makes of them (its classes, its gold tags) is asked of the task object
-(:mod:`seqrep.tasks`).
+(:mod:`seqrep.data.tasks`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from seqrep.contexts import context_of
+from seqrep.core.contexts import context_of
 from seqrep.data.types import Corpus, Sentence
 from seqrep.encode.document import documents as group_documents
 from seqrep.errors import ConfigError, DataError

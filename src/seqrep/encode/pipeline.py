@@ -5,7 +5,7 @@
     words --WordTokenizer--> subtoken ids --encode_sentence--> segments (k copies, windows)
           --length_batches--> index lists --collate--> Batch (B, T) (+ label ids)
 
-The rows are the context's (:meth:`seqrep.contexts.Context.build_rows`: each sentence alone,
+The rows are the context's (:meth:`seqrep.core.contexts.Context.build_rows`: each sentence alone,
 or with ``context="document"`` and the sentences' document ids, several sentences of a
 document per row, :mod:`seqrep.encode.document`); everything after the rows is the same.
 
@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeVar
 
 import torch
 
-from seqrep.contexts import context_of
+from seqrep.core.contexts import context_of
 from seqrep.encode import BATCH_TOKENS
 from seqrep.encode.align import WordTokenizer
 from seqrep.encode.batch import Batch, collate, length_batches
@@ -181,7 +181,7 @@ class Encoder:
               tags: Sequence[Sequence[str]] | None = None,
               docs: Sequence[Any] | None = None) -> list[Item]:
         """Every row of every sentence, with the label ids of the words it reads if ``tags``:
-        the rows the context builds (:meth:`~seqrep.contexts.Context.build_rows`).
+        the rows the context builds (:meth:`~seqrep.core.contexts.Context.build_rows`).
 
         ``docs`` (one document id per sentence, None for none) matters with document
         context only: runs of consecutive sentences of one document share rows (see

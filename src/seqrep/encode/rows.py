@@ -1,6 +1,6 @@
 """Model rows and the sentence context's row builder.
 
-A context builds its rows (:meth:`seqrep.contexts.Context.build_rows`) with a row builder::
+A context builds its rows (:meth:`seqrep.core.contexts.Context.build_rows`) with a row builder::
 
     builder(encoder, sentences, tags, docs) -> list[Item]
 

@@ -1,6 +1,6 @@
 """Evaluation, in one place for training, ``seqrep evaluate`` and the lab: label checks, logits
 computed in shards over processes, decoding them, choosing the decoding on validation, and
-scoring by the task's metric (:mod:`seqrep.tasks`). Span labeling: seqeval strict IOB2 micro
+scoring by the task's metric (:mod:`seqrep.data.tasks`). Span labeling: seqeval strict IOB2 micro
 precision, recall and F1, per label too, with predicted and gold span counts. Token tagging
 (POS): token accuracy, and per-tag precision, recall and F1 over words. Scores are fractions
 (0..1) everywhere in the API and in JSON; the command line's tables print them as
@@ -21,8 +21,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from seqrep.data.tasks import task_of
 from seqrep.data.types import Sentence
-from seqrep.documents import Grouped
+from seqrep.encode.grouped import Grouped
 from seqrep.evaluate.files import score_file
 from seqrep.evaluate.labels import check_labels, check_scored_labels, check_test_labels
 from seqrep.evaluate.logits import (
@@ -33,7 +34,6 @@ from seqrep.evaluate.logits import (
     shard_indices,
     sharded_logits,
 )
-from seqrep.tasks import task_of
 
 if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler
@@ -47,7 +47,7 @@ __all__ = ["check_labels", "check_scored_labels", "check_test_labels", "choose_d
 def score(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]],
           task: str = "spans") -> dict[str, Any]:
     """Scores of predicted against gold tag sequences, by the task's metric
-    (:meth:`seqrep.tasks.Task.score`): seqeval strict IOB2 for ``spans``, with
+    (:meth:`seqrep.data.tasks.Task.score`): seqeval strict IOB2 for ``spans``, with
     ``predicted_spans`` / ``gold_spans``; accuracy over words for ``tokens``, with ``words``.
 
     Returns:
@@ -62,7 +62,7 @@ def evaluate_logits(labeler: SequenceLabeler, sentences: Sequence[Sentence],
                     keep: list[list[str]] | None = None) -> dict[str, Any]:
     """Decode given logits of ``sentences`` the labeler's way and score them (``sentences``
     is included; no timing); the predicted tags are appended to ``keep`` if given."""
-    from seqrep.predict import decode_logits
+    from seqrep.predict.tagger import decode_logits
 
     pred = [tags for tags, _ in decode_logits(labeler, sentences, logits, decoding)]
     if keep is not None:
@@ -107,7 +107,7 @@ def chunked_logits(labeler: SequenceLabeler, sentences: Sequence[Sentence], batc
                    progress: Callable[[int], None] | None = None,
                    chunk: int | None = None) -> list[Any]:
     """:func:`sharded_logits` of ``sentences`` (in input order) computed in the chunks of
-    :meth:`~seqrep.documents.Grouped.chunks` (``chunk`` sentences each, default
+    :meth:`~seqrep.encode.grouped.Grouped.chunks` (``chunk`` sentences each, default
     :func:`progress_chunk`), with ``progress`` called with the sentences done after each.
     Every process must chunk alike (each chunk is one gather), so the chunks never depend on
     whether progress is shown."""
@@ -137,12 +137,12 @@ def evaluate(labeler: SequenceLabeler, sentences: Sequence[Sentence], decoding: 
         progress: called with the number of sentences done after each chunk.
         keep: a list the predicted tags are appended to (one list per sentence).
         chunk: with ``progress``, sentences per chunk (default :func:`progress_chunk`;
-            see :meth:`seqrep.documents.Grouped.chunks`): the tags never depend on it.
+            see :meth:`seqrep.encode.grouped.Grouped.chunks`): the tags never depend on it.
 
     Returns:
         :func:`score`'s keys plus ``sentences`` and ``seconds`` (prediction time).
     """
-    from seqrep.predict import decode_logits
+    from seqrep.predict.tagger import decode_logits
 
     start = time.perf_counter()
     grouped = Grouped.of(sentences, labeler)  # each chunk keeps its sentences' documents

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.data.tags import detect_scheme, split_tag
+from seqrep.data.tasks import SPANS, TOKENS
 from seqrep.data.types import Sentence
-from seqrep.tasks import SPANS, TOKENS
 
 
 def score_file(path: str | Path) -> dict[str, Any]:
@@ -21,7 +21,7 @@ def score_file(path: str | Path) -> dict[str, Any]:
     Predictions detected as IOB2 are scored as written, by seqeval's strict rule: an ``I-``
     that continues no span is in none. Plain labels (``PER``, ``O``) are read as runs (one
     span per run of a label, as IO), except that plain labels in both columns with no gold
-    ``O`` are token tagging (accuracy, see :meth:`seqrep.tasks.TokenTask.score`).
+    ``O`` are token tagging (accuracy, see :meth:`seqrep.data.tasks.TokenTask.score`).
 
     Returns:
         :func:`seqrep.evaluate.score`'s result plus ``sentences``; ``per_label`` support

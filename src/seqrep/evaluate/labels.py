@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from seqrep.data.tasks import task_of, unknown_labels_message
 from seqrep.data.types import Sentence
 from seqrep.errors import ConfigError
-from seqrep.tasks import task_of, unknown_labels_message
 
 
 def check_labels(sentences: Sequence[Sentence], labels: Sequence[str], source: str = "",

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from seqrep.data.tasks import AUTO, DECODINGS, task_of
 from seqrep.data.types import Sentence
-from seqrep.documents import Grouped
-from seqrep.tasks import AUTO, DECODINGS, task_of
+from seqrep.encode.grouped import Grouped
 
 if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler
@@ -43,7 +43,7 @@ def shard_indices(n: int, docs: Sequence[Any] | None, rank: int, world: int) -> 
 def score_logits(logits: Sequence[Any], gold: Sequence[Sentence], labels: Sequence[str],
                  decoding: str, task: str = "spans") -> dict[str, Any]:
     """Score per-sentence logits (``(words, classes)`` each) decoded by ``decoding``."""
-    from seqrep.decode import decode
+    from seqrep.data.decode import decode
 
     return task_of(task).score([s.tags for s in gold],
                                [decode(x, labels, decoding)[0] for x in logits])

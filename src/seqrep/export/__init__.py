@@ -6,7 +6,8 @@
   (opset, exporter, versions, the graph's sha256, the parity measured at export) beside it.
 - :class:`~seqrep.export.runtime.OnnxLabeler` loads such a folder and offers the inference
   interface of :class:`~seqrep.model.labeler.SequenceLabeler` (``config``, ``encoder``,
-  ``word_logits``, ``word_states`` ...), so :func:`seqrep.predict.predict_text`, evaluation and
+  ``word_logits``, ``word_states`` ...), so :func:`~seqrep.predict.tagger.predict_text`,
+  evaluation and
   the server run on it unchanged.
 - :mod:`~seqrep.export.folder` checks an export folder before anything runs (any folder
   with a ``seqrep-onnx.json`` is loaded by the default runtime, so it is checked like a run
@@ -15,7 +16,7 @@
 - :func:`~seqrep.export.quantize.quantize_int8` adds the int8 graph that kept F1 (within 0.5
   points of fp32 on CoNLL-2003, see ``results/int8.json``) beside the fp32 one.
 - :func:`load` loads a folder as a command's one :class:`~seqrep.config.InferenceConfig`
-  says: its runtime loads it (:meth:`seqrep.runtimes.Runtime.load`, with the loaders of
+  says: its runtime loads it (:meth:`seqrep.core.runtimes.Runtime.load`, with the loaders of
   :mod:`~seqrep.export.loaders`); :func:`load_labeler` is the same from loose values, for a
   program.
 
@@ -38,7 +39,7 @@ def load_labeler(path, runtime: str = "auto", trust_remote_code: bool = False,  
 
     Args:
         path: a run or labeler folder (torch), or a folder from ``seqrep export --onnx``.
-        runtime: a name of :data:`seqrep.runtimes.RUNTIMES`: ``torch``
+        runtime: a name of :data:`seqrep.core.runtimes.RUNTIMES`: ``torch``
             (:class:`~seqrep.model.labeler.SequenceLabeler`), ``onnx``
             (:class:`~seqrep.export.runtime.OnnxLabeler`), ``onnx-int8`` (its int8 graph,
             written by ``seqrep export --int8``), or ``auto`` (onnx when ``path`` is an ONNX
@@ -59,8 +60,8 @@ def load(path: str | Path, settings: InferenceConfig) -> Any:
     """The labeler in ``path`` as one validated :class:`~seqrep.config.InferenceConfig`
     says: its runtime (``auto``: onnx for an ONNX export folder, else torch) loads it, placed
     on its device and precision. The names were checked when ``settings`` was built, so this
-    is a lookup and one call (:meth:`seqrep.runtimes.Runtime.load`)."""
+    is a lookup and one call (:meth:`seqrep.core.runtimes.Runtime.load`)."""
+    from seqrep.core.runtimes import pick
     from seqrep.export.loaders import exported
-    from seqrep.runtimes import pick
 
     return pick(settings.runtime, exported(path)).load(path, settings)

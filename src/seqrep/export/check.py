@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from seqrep.contexts import labeler_context
+from seqrep.core.contexts import labeler_context
 from seqrep.errors import ModelError
 
 CHECK_SENTENCES = [

@@ -20,8 +20,8 @@ OUTPUTS = ("logits", "states")
 
 def require_onnx(*modules: str) -> None:
     """Raise a one-line ConfigError naming the onnx extra when one of ``modules`` is missing
-    (:func:`seqrep.extras.require`)."""
-    from seqrep.extras import require
+    (:func:`seqrep.core.extras.require`)."""
+    from seqrep.core.extras import require
 
     require("onnx", "ONNX export and inference", modules)
 

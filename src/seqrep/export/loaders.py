@@ -1,4 +1,4 @@
-"""The runtimes' loaders (:attr:`seqrep.runtimes.Runtime.loader`): a folder to a labeler.
+"""The runtimes' loaders (:attr:`seqrep.core.runtimes.Runtime.loader`): a folder to a labeler.
 
 Each takes ``(runtime, path, settings)`` and refuses, in one line, a folder that is not
 one it runs, so :func:`seqrep.export.load_labeler` is a lookup and one call, with no branch
@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from seqrep.core.runtimes import LoadSettings, Runtime
 from seqrep.errors import ConfigError
 from seqrep.export.files import META_FILE, require_onnx
-from seqrep.runtimes import LoadSettings, Runtime
 
 
 def exported(path: str | Path) -> bool:

@@ -1,5 +1,5 @@
 """``OnnxLabeler``: an exported labeler run by ONNX Runtime, with SequenceLabeler's inference
-interface, so :func:`seqrep.predict.predict_text`, :func:`seqrep.evaluate.evaluate` and the
+interface, so :func:`seqrep.predict.tagger.predict_text`, :func:`seqrep.evaluate.evaluate` and the
 server's batcher take it unchanged.
 
 It needs no torch model: the tokenizer and config come from the export folder, the batches
@@ -18,6 +18,8 @@ import numpy as np
 import torch
 
 from seqrep.config import LabelerConfig
+from seqrep.core.labeler_methods import LabelerMethods
+from seqrep.core.runtimes import RUNTIMES
 from seqrep.encode import BATCH_TOKENS
 from seqrep.encode.batch import Batch
 from seqrep.encode.pipeline import Encoder, EncodesSentences, per_sentence
@@ -32,11 +34,9 @@ from seqrep.export.folder import (
     load_tokenizer,
     read_meta,
 )
-from seqrep.labeler_methods import LabelerMethods
 from seqrep.model.backbone import BackboneInfo
 from seqrep.model.checks import check_files
 from seqrep.model.device import Placement
-from seqrep.runtimes import RUNTIMES
 
 
 def is_export(path: str | Path) -> bool:
@@ -60,7 +60,7 @@ class OnnxLabeler(LabelerMethods, EncodesSentences):
     """
 
     training = False
-    runtime = "onnx"  # the seqrep.runtimes name: "onnx-int8" when the int8 graph was loaded
+    runtime = "onnx"  # the seqrep.core.runtimes name: "onnx-int8" when the int8 graph was loaded
 
     def __init__(self, session: Any, tokenizer: Any, config: LabelerConfig,
                  info: BackboneInfo, meta: dict[str, Any] | None = None) -> None:

@@ -1,5 +1,5 @@
 """An output file and its bookkeeping: the checks on ``--output`` (and ``--predictions``)
-before any work, and the partial output of :func:`seqrep.stream.predict_file`
+before any work, and the partial output of :func:`seqrep.predict.stream.predict_file`
 (``OUT.partial`` and its record ``OUT.partial.json``), which seqrep creates itself and
 recognises by its record, so a file of the user's under either name is refused, never
 written through or deleted (:mod:`seqrep.files.owner`)."""

@@ -19,7 +19,7 @@ batches; to keep documents whole, make one row per chunk of whole documents with
 ``doc_id``, so every document reaches one actor in one call, as in ``seqrep predict``.
 
 ``seqrep predict RUN --engine ray --input IN --output OUT [--actors N] [--address ADDR]``
-runs :func:`label_chunks` under :func:`seqrep.stream.predict_file`: the same checks,
+runs :func:`label_chunks` under :func:`seqrep.predict.stream.predict_file`: the same checks,
 ``OUT.partial`` resumption, chunks and records as the local engine, with the labeling done by
 N Ray actors (:class:`SeqrepChunkActor`) to which the chunks are handed as they are read, a
 few per actor at a time, so the driver's memory stays bounded whatever the input's length.
@@ -48,8 +48,8 @@ class RayError(SeqrepError):
 
 
 def chunk_rows(chunks: Iterable[Sequence[tuple[Any, ...]]]) -> list[dict[str, str]]:
-    """One Ray row per chunk of :func:`seqrep.inputs.read_records` items ``(line, text,
-    pretokenized, doc_id)``, such as :func:`seqrep.inputs.chunks` makes (never ending inside
+    """One Ray row per chunk of :func:`seqrep.predict.inputs.read_records` items ``(line, text,
+    pretokenized, doc_id)``, such as :func:`seqrep.predict.inputs.chunks` makes (never ending inside
     a document): ``{"chunk": JSON}``. JSON keeps each row one string column, so every block
     has one schema whatever the texts hold."""
     return [{"chunk": json.dumps([list(item) for item in chunk], ensure_ascii=False)}
@@ -94,7 +94,7 @@ class SeqrepLabeler:
 
     def label(self, items: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
         """Records of ``(line, text, pretokenized, doc_id)`` items, in their order."""
-        from seqrep.stream import label_items
+        from seqrep.predict.stream import label_items
 
         s = self.settings
         return label_items(self.labeler, [tuple(it[1:]) for it in items], s.decoding,
@@ -149,7 +149,7 @@ def _actor_cpus() -> int | None:
 
 class SeqrepChunkActor:
     """The actor of ``seqrep predict --engine ray``: labels whole chunks of
-    :func:`seqrep.inputs.read_records` items. It loads its :class:`SeqrepLabeler` on first
+    :func:`seqrep.predict.inputs.read_records` items. It loads its :class:`SeqrepLabeler` on first
     use, so a labeler that cannot load comes back from a method call as that error (a
     creation error would reach the driver as text only), and an actor Ray restarts after a
     crash loads it again for the task Ray retries."""
@@ -165,7 +165,7 @@ class SeqrepChunkActor:
 
     def documents(self) -> bool:
         """Whether the labeler reads documents (its chunks must keep them whole)."""
-        from seqrep.contexts import labeler_context
+        from seqrep.core.contexts import labeler_context
 
         return labeler_context(self._loaded().labeler).documents
 
@@ -257,14 +257,14 @@ def label_chunks(run: str | Path, settings: InferenceConfig, actors: int = 1,
                  chunk: int | None = None
                  ) -> Callable[[Iterator[list[tuple[Any, ...]]]],
                                Iterator[list[dict[str, Any]]]]:
-    """An engine for :func:`seqrep.stream.predict_file`: a function from an iterator of
+    """An engine for :func:`seqrep.predict.stream.predict_file`: a function from an iterator of
     chunks to their records, chunk by chunk in input order, labeled by ``actors``
     :class:`SeqrepChunkActor` actors (Ray started or joined first with :func:`start`).
 
     The chunks are read as the actors take them: at most ``IN_FLIGHT`` per actor are
     submitted ahead of the records awaited, so the driver holds a fixed number of chunks. A
     labeler that reads sentences alone gets the local engine's chunks, ``chunk`` texts each
-    (default :data:`seqrep.stream.CHUNK`), not the document-whole chunks ``predict_file``
+    (default :data:`seqrep.predict.stream.CHUNK`), not the document-whole chunks ``predict_file``
     gives an engine: a batch's other texts move scores (bf16 most), so the same chunks are
     what make the records the same.
 
@@ -274,8 +274,8 @@ def label_chunks(run: str | Path, settings: InferenceConfig, actors: int = 1,
     """
     import ray
 
-    from seqrep.inputs import chunks
-    from seqrep.stream import CHUNK
+    from seqrep.predict.inputs import chunks
+    from seqrep.predict.stream import CHUNK
 
     def label(pieces: Iterator[list[tuple[Any, ...]]]) -> Iterator[list[dict[str, Any]]]:
         first = next(pieces, None)
@@ -345,9 +345,9 @@ def predict_with_ray(run: str | Path, source: Path, output: Path, settings: Infe
                      *, actors: int = 1, address: str | None = None, words: bool = False,
                      overwrite: bool = False, plan: Any = None,
                      log: Any = None, progress: Any = None) -> int:
-    """``seqrep predict --engine ray``: :func:`seqrep.stream.predict_file` with its labeling
+    """``seqrep predict --engine ray``: :func:`seqrep.predict.stream.predict_file` with its labeling
     done by ``actors`` Ray actors; returns the number of records in ``output``."""
-    from seqrep.stream import predict_file, prepare, run_identity
+    from seqrep.predict.stream import predict_file, prepare, run_identity
 
     if plan is None:
         plan = prepare(source, output, run_identity(

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.config import InferenceConfig, LabelerConfig
-from seqrep.contexts import CONTEXTS, SENTENCE, context_of
+from seqrep.core.contexts import CONTEXTS, SENTENCE, context_of
 from seqrep.lab.bench_rows import (
     PRECISIONS,
     TORCH_PRECISIONS,

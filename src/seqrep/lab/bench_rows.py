@@ -11,15 +11,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seqrep.contexts import DOCUMENT, SENTENCE, context_of
+from seqrep.core.contexts import DOCUMENT, SENTENCE, context_of
+from seqrep.core.runtimes import RUNTIMES, Runtime
 from seqrep.model.tuning import FROZEN
-from seqrep.runtimes import RUNTIMES, Runtime
 
 if TYPE_CHECKING:  # torch is imported where a row runs: `seqrep --help` builds the bench
     import torch  # options from this module's names and must not wait seconds for torch
     from torch import nn
 
-# What a row runs: a PyTorch autocast precision, or an ONNX runtime of seqrep.runtimes (its
+# What a row runs: a PyTorch autocast precision, or an ONNX runtime of seqrep.core.runtimes (its
 # graph variant; measured against the fp32 ceiling)
 TORCH_PRECISIONS = ("fp32", "bf16")
 PRECISIONS = (*TORCH_PRECISIONS, *(r.name for r in RUNTIMES.values() if r.onnx))
@@ -131,7 +131,7 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     if onnx is not None:
         if exported is None:
             raise ValueError(f"an {precision} row needs the folder _export wrote")
-        from seqrep.runtimes import Settings
+        from seqrep.core.runtimes import Settings
 
         lab = onnx.load(exported, Settings(threads=threads or torch.get_num_threads()))
 

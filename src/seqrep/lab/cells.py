@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seqrep.contexts import context_of
+from seqrep.core.contexts import context_of
 
 
 def unmask_of(row: dict[str, Any]) -> str:
@@ -40,7 +40,7 @@ RUN_SUFFIXES = {"sentence": "", "document": "-doc", "document-focus": "-docf"}
 
 
 def run_suffix(context: str | None) -> str:
-    """What a lab run's name adds for ``context`` (a name of :data:`seqrep.contexts.CONTEXTS`;
+    """What a lab run's name adds for ``context`` (a name of :data:`seqrep.core.contexts.CONTEXTS`;
     None: sentence)."""
     name = context_of(context).name
     return RUN_SUFFIXES.get(name, f"-{name}")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.config import LabelerConfig
-from seqrep.contexts import context_of
+from seqrep.core.contexts import context_of
 from seqrep.lab.cells import (
     budget,
     context_cell,

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from seqrep.config import TRAIN_SAVED_BEFORE
-from seqrep.contexts import SENTENCE, context_of
+from seqrep.core.contexts import SENTENCE, context_of
 
 # section -> field -> the value that means "as before this field existed"
 NEUTRAL: dict[str, dict[str, Any]] = {

@@ -123,7 +123,7 @@ def _throughput(plt: Any, bench: list[dict[str, Any]], out: Path) -> Path:
 def _doc(row: dict[str, Any]) -> str:
     """A series' label suffix: `` document 256`` for document context, nothing at sentence
     level (so a sentence and a document setting are two lines, never one)."""
-    from seqrep.contexts import context_of
+    from seqrep.core.contexts import context_of
     from seqrep.lab.cells import context_cell
 
     return f" {context_cell(row)}" if context_of(row.get("context")).documents else ""

@@ -15,6 +15,7 @@ import torch
 
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.data.splits import load_data
+from seqrep.data.tasks import AUTO, SPANS
 from seqrep.evaluate import (
     check_labels,
     check_test_labels,
@@ -26,7 +27,6 @@ from seqrep.files.atomic import write_json
 from seqrep.model.exit_layer import EXIT_DEFAULT
 from seqrep.model.labeler import SequenceLabeler
 from seqrep.model.tuning import FROZEN
-from seqrep.tasks import AUTO, SPANS
 from seqrep.train.plan import seeded
 from seqrep.train.probes import features, fit_heads, head_logits, per_sentence
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from seqrep.contexts import SENTENCE, context_of
+from seqrep.core.contexts import SENTENCE, context_of
 from seqrep.lab.identity import setting_hash
 from seqrep.lab.results import unique_runs
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from seqrep.contexts import DOCUMENT, context_of
+from seqrep.core.contexts import DOCUMENT, context_of
 from seqrep.lab.cells import budget, context_cell, has_document, layer_cell, lr_cell, unmask_of
 from seqrep.lab.stats import PROBE
 

@@ -332,7 +332,7 @@ def _body(repo: str, config: LabelerConfig, saved: dict[str, Any], metrics: dict
               f'seqrep predict {repo} "Angela Merkel visited Paris."',
               f"seqrep serve {repo}  # POST /v1/label", "```", "", "Python:", "", "```python",
               "from seqrep.model.labeler import SequenceLabeler",
-              "from seqrep.predict import predict_text", "",
+              "from seqrep.predict.tagger import predict_text", "",
               f'labeler = SequenceLabeler.from_pretrained("{repo}")',
               'print(predict_text(labeler, ["Angela Merkel visited Paris."]))', "```", "",
               "spaCy (`pip install 'seqrep-labeler[spacy]'`):", "", "```python", "import spacy",

@@ -30,9 +30,9 @@ from typing import Any
 
 import torch
 
+from seqrep.core.runtimes import PRECISIONS, RUNTIMES
 from seqrep.errors import ConfigError
 from seqrep.model.casts import WeightCasts  # noqa: F401 - where it was first
-from seqrep.runtimes import PRECISIONS, RUNTIMES
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 

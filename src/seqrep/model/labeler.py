@@ -22,12 +22,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from seqrep.core.labeler_methods import LabelerMethods
 from seqrep.encode import BATCH_TOKENS
 from seqrep.encode.batch import Batch
 from seqrep.encode.pipeline import Encoder, EncodesSentences, fit_positions, per_sentence
 from seqrep.encode.rows import Item
 from seqrep.errors import ConfigError
-from seqrep.labeler_methods import LabelerMethods
 from seqrep.model.backbone import Backbone, get_final_norm, layer_stack, load_backbone
 from seqrep.model.casts import WeightCasts
 from seqrep.model.device import DTYPES, Placement
@@ -43,7 +43,7 @@ class SequenceLabeler(LabelerMethods, EncodesSentences, nn.Module):
     Build one with :meth:`from_model` (new head) or :meth:`from_pretrained` (a saved run, or
     ``org/name`` on the Hub); label with :meth:`predict` (raw text) or :meth:`predict_words`,
     score with :meth:`evaluate` (the methods of every labeler, from
-    :class:`~seqrep.labeler_methods.LabelerMethods`).
+    :class:`~seqrep.core.labeler_methods.LabelerMethods`).
     """
 
     runtime = "torch"  # what runs the forward pass (OnnxLabeler: "onnx")

@@ -1,7 +1,7 @@
 """What a labeler is: :class:`LabelerConfig`, validated against the strategy tables it names
 (the copy and subtoken reads of :mod:`seqrep.encode.repeat`, the fine-tuning modes of
-:mod:`seqrep.model.tuning`, the tasks and decodings of :mod:`seqrep.tasks`, the contexts of
-:mod:`seqrep.contexts`).
+:mod:`seqrep.model.tuning`, the tasks and decodings of :mod:`seqrep.data.tasks`, the contexts of
+:mod:`seqrep.core.contexts`).
 
 It sits in the model package, below those who train and run a labeler, so that the labeler and
 its folders build it without an import back up; :mod:`seqrep.config` shows it beside the other
@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from seqrep.configbase import ConfigBase, check_choice, check_types
-from seqrep.configbase import option as _f  # every field line uses it
-from seqrep.contexts import CONTEXTS, SENTENCE
+from seqrep.core.configbase import ConfigBase, check_choice, check_types
+from seqrep.core.configbase import option as _f  # every field line uses it
+from seqrep.core.contexts import CONTEXTS, SENTENCE
+from seqrep.data.tasks import DECODINGS, TASKS
 from seqrep.encode.repeat import COPY_READS, SUBTOKEN_READS
 from seqrep.errors import ConfigError
 from seqrep.model.exit_layer import EXIT_DEFAULT, parse_exit_layer
 from seqrep.model.tuning import MODES, Mode
-from seqrep.tasks import DECODINGS, TASKS
 
 UNMASK_NAMES = ("none", "full", "middle")
 ATTENTION = ("sdpa", "eager", "flash_attention_2", "flash_attention_3", "flex_attention")

@@ -15,7 +15,7 @@ modules, never from a per-family table of classes.
   notice, as LoRA on the full-precision base (the adapter and the head are the same).
 - ``frozen``: the backbone is fixed; only the head trains (a linear probe).
 
-Each mode is one :class:`Mode` in :data:`MODES`, the one table (:class:`~seqrep.table.Table`)
+Each mode is one :class:`Mode` in :data:`MODES`, the one table (:class:`~seqrep.core.table.Table`)
 every caller asks (the config validates ``finetune`` against it and takes its help text from
 it; training takes its default rates; saving and loading a labeler folder read what it
 keeps): adding a mode adds one entry (``MODES.register(Mode(...))``). The module imports
@@ -30,8 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from seqrep.core.table import Table
 from seqrep.errors import ConfigError, ModelError, first_line
-from seqrep.table import Table
 
 if TYPE_CHECKING:
     from torch import nn

@@ -185,7 +185,7 @@ def _words_texts(words: list[list[str]]) -> list[str]:
 def _hf_words(record: dict[str, Any], ignore: set[str]) -> list[dict[str, Any]]:
     """HF's ``aggregation_strategy: none`` entities of one record: one per word whose tag is
     not ignored, ``index`` counting the words of the whole text from 0."""
-    from seqrep.predict import split_text
+    from seqrep.predict.tagger import split_text
 
     text, out, index = record["text"], [], 0
     for sentence, (_, offsets) in zip(record["sentences"], split_text(text)):

@@ -4,11 +4,11 @@ Requests are queued as jobs. One worker thread takes the oldest job, then keeps 
 while the batch stays within ``batch_tokens`` padded tokens (the longest model row times
 the rows, as :func:`seqrep.encode.batch.length_batches` counts) and until ``max_wait_ms``
 after the first job was queued. A batch runs in three steps: plan (each job's texts cut
-into sentences as :func:`seqrep.predict.predict_text` cuts them, and encoded once into the
+into sentences as :func:`seqrep.predict.tagger.predict_text` cuts them, and encoded once into the
 model rows the budget counts), one forward (a single ``word_logits`` call over the batch's
 distinct texts or sentences, computing the rows the plan encoded) and assemble (each job's
-records built from those logits by :func:`seqrep.predict.text_records` and
-:func:`~seqrep.predict.decode_logits`, the functions ``seqrep predict`` prints through), so
+records built from those logits by :func:`seqrep.predict.tagger.text_records` and
+:func:`~seqrep.predict.tagger.decode_logits`, the functions ``seqrep predict`` prints through), so
 the server and the CLI cannot disagree. With document context each text is one document:
 its sentences are computed together in the shared pass. A sentence's logits do not depend
 on its batch-mates beyond float rounding: the same matrix products run on other shapes
@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from seqrep.contexts import labeler_context
+from seqrep.core.contexts import labeler_context
 from seqrep.encode import BATCH_TOKENS
-from seqrep.labeler_protocol import Labeler
-from seqrep.predict import decode_logits, split_text, text_records
+from seqrep.predict.labeler import Labeler
+from seqrep.predict.tagger import decode_logits, split_text, text_records
 
 if TYPE_CHECKING:
     import torch
@@ -68,9 +68,9 @@ class Gone(Exception):
 
 
 def text_sentences(text: str, pretokenized: bool = False) -> list[tuple[str, ...]]:
-    """The word tuples :func:`~seqrep.predict.predict_text` will label for ``text``.
+    """The word tuples :func:`~seqrep.predict.tagger.predict_text` will label for ``text``.
 
-    predict_text's own split (:func:`seqrep.predict.split_text`), so their logits can be
+    predict_text's own split (:func:`seqrep.predict.tagger.split_text`), so their logits can be
     computed ahead in a shared batch.
     """
     return [tuple(text[s:e] for s, e in words) for _, words in split_text(text, pretokenized)]

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator, model_validator
 
-from seqrep.tasks import DECODINGS
+from seqrep.data.tasks import DECODINGS
 
 
 class LabelRequest(BaseModel):

@@ -7,7 +7,7 @@
 >>> doc = nlp("Angela Merkel met Emmanuel Macron in Berlin.")  # doctest: +SKIP
 >>> [(e.text, e.label_, e._.seqrep_score) for e in doc.ents]  # doctest: +SKIP
 
-The labeler cuts the text into its own words (:func:`seqrep.predict.predict_text`, the same
+The labeler cuts the text into its own words (:func:`seqrep.predict.tagger.predict_text`, the same
 records as ``seqrep predict``); each predicted span is mapped onto spaCy's tokens by its
 character offsets with ``doc.char_span(..., alignment_mode="strict")``. A span whose edges
 fall inside a spaCy token cannot be an entity of that doc: it is listed in
@@ -29,8 +29,8 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.util import minibatch
 
-from seqrep.labeler_protocol import Labeler
-from seqrep.predict import predict_text
+from seqrep.predict.labeler import Labeler
+from seqrep.predict.tagger import predict_text
 
 log = logging.getLogger("seqrep.spacy")
 

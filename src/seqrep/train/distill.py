@@ -192,8 +192,8 @@ def read_unlabeled(path: Path) -> list[tuple[tuple[str, ...], str]]:
     document, its sentences sharing the id ``unlabeled:LINE``, except that consecutive
     records with one ``"doc_id"`` are one document (``unlabeled-doc:DOC_ID``), as predict
     reads them."""
-    from seqrep.inputs import read_records
-    from seqrep.predict import split_text
+    from seqrep.predict.inputs import read_records
+    from seqrep.predict.tagger import split_text
 
     path = Path(path)
     if not path.is_file():

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from seqrep.config import TRAIN_SAVED_BEFORE, LabelerConfig, TrainConfig
+from seqrep.data.tasks import DECODINGS, TASKS
 from seqrep.errors import SeqrepError, first_line
 from seqrep.files.atomic import read_json
-from seqrep.tasks import DECODINGS, TASKS
 from seqrep.train.state import is_number, short_repr
 
 # a run.json is a few kB; anything far larger is not one (and is not read whole)

@@ -34,6 +34,7 @@ from torch import nn
 
 from seqrep.config import LabelerConfig, TrainConfig
 from seqrep.data.splits import TrainData
+from seqrep.data.tasks import task_of
 from seqrep.data.types import Sentence
 from seqrep.evaluate import (
     choose_decoding,
@@ -44,7 +45,6 @@ from seqrep.evaluate import (
 from seqrep.files.atomic import append_jsonl, write_json
 from seqrep.model.device import Placement, ran_on_line
 from seqrep.model.labeler import SequenceLabeler
-from seqrep.tasks import task_of
 from seqrep.train.checkpoint import load_checkpoint, rng_states, save_checkpoint
 from seqrep.train.folder import replace_output, trim_log
 from seqrep.train.objective import BatchLoss, GoldLabels

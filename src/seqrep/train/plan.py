@@ -20,12 +20,12 @@ from typing import Any
 import torch
 
 from seqrep.config import LabelerConfig, TrainConfig
-from seqrep.contexts import context_of
+from seqrep.core.contexts import context_of
 from seqrep.data.splits import TrainData, load_data
+from seqrep.data.tasks import Task, resolve_task
 from seqrep.evaluate import check_labels, check_test_labels
 from seqrep.model.device import Placement
 from seqrep.model.tuning import Mode
-from seqrep.tasks import Task, resolve_task
 from seqrep.train.folder import check_output, resumed_config
 from seqrep.train.objective import BatchLoss, GoldLabels, Objective
 from seqrep.train.probes import check_exit_layer

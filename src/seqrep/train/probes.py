@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from seqrep.config import LabelerConfig
-from seqrep.contexts import context_of
+from seqrep.core.contexts import context_of
 from seqrep.data.splits import TrainData, pick
 from seqrep.data.types import Sentence
 from seqrep.errors import ModelError

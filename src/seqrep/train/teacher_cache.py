@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from seqrep.config import LabelerConfig, TrainConfig
-from seqrep.contexts import context_of
+from seqrep.core.contexts import context_of
 from seqrep.errors import ConfigError
 from seqrep.files.atomic import read_json, umask, write_json
 

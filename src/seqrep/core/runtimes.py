@@ -5,7 +5,7 @@ A runtime loads (:meth:`Runtime.load`): ``--runtime`` (predict, evaluate, serve)
 ONNX rows all ask these objects instead of comparing runtime names. Adding a runtime is one
 entry (``RUNTIMES.register(Runtime(...))``) and its loader.
 
-Imports only seqrep.table (and no torch: the loaders, in :mod:`seqrep.export.loaders`, are
+Imports only seqrep.core.table (and no torch: the loaders, in :mod:`seqrep.export.loaders`, are
 named by reference), so the configs, the device module and the loaders can all ask it
 without an import circle.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from seqrep.table import AUTO, Table, resolve
+from seqrep.core.table import AUTO, Table, resolve
 
 # autocast precisions of the torch runtime (seqrep.model.device resolves ``auto``)
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
-from seqrep.contexts import labeler_context
+from seqrep.core.contexts import labeler_context
+from seqrep.data.decode import decode
+from seqrep.data.tasks import task_of
 from seqrep.data.tokenize import split_sentences, split_words
-from seqrep.decode import decode
 from seqrep.encode.document import text_documents
-from seqrep.labeler_protocol import Labeler
-from seqrep.tasks import task_of
+from seqrep.predict.labeler import Labeler
 
 
 def predict_tags(labeler: Labeler, sentences: Sequence[Sequence[str]],
@@ -37,7 +37,7 @@ def predict_tags(labeler: Labeler, sentences: Sequence[Sequence[str]],
 def decode_logits(labeler: Labeler, sentences: Sequence[Any], logits: Sequence[Any],
                   decoding: str | None = None) -> list[tuple[list[str], list[float]]]:
     """Tags and probabilities from per-sentence logits, decoded as the labeler decodes and
-    written as its task writes them (:meth:`~seqrep.tasks.Task.written`: an ``I-`` that
+    written as its task writes them (:meth:`~seqrep.data.tasks.Task.written`: an ``I-`` that
     continues no span becomes ``O``, with ``O``'s probability), so that every output of a
     prediction, and the score of an evaluation, reads the same spans."""
     kind = task_of(labeler.config.task)

@@ -14,7 +14,8 @@ seqrep's own (:mod:`seqrep.files.owner`): ``OUT.partial`` is created exclusively
 a link, and its record names the very file (device and inode), so a file of the user's under one
 of these names is refused, never overwritten or deleted, ``overwrite`` or not.
 
-Input is read by :mod:`seqrep.inputs` (one text per line, or JSONL records). With a labeler of
+Input is read by :mod:`seqrep.predict.inputs` (one text per line, or JSONL records). With a
+labeler of
 document context, a chunk never ends inside a document (consecutive lines with one
 ``doc_id``: a chunk goes on until it is whole, so memory holds at least the longest
 document), and a partial output that ends inside one resumes from the document's first
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seqrep.contexts import labeler_context
+from seqrep.core.contexts import labeler_context
 from seqrep.errors import DataError
 from seqrep.files.outputs import (
     PARTIAL_FORMAT,
@@ -42,7 +43,7 @@ from seqrep.files.outputs import (
     complete_lines,
     keep_lines,
 )
-from seqrep.inputs import chunks, document_start, read_records
+from seqrep.predict.inputs import chunks, document_start, read_records
 
 if TYPE_CHECKING:
     from seqrep.model.labeler import SequenceLabeler
@@ -71,7 +72,7 @@ def label_items(labeler: SequenceLabeler, items: Sequence[tuple[Any, ...]],
     """Prediction records of ``(text, pretokenized)`` or ``(text, pretokenized, doc_id)``
     items, in their order, in one call. With ``context="document"`` each text is a document,
     and so are consecutive items with the same ``doc_id`` together."""
-    from seqrep.predict import predict_text
+    from seqrep.predict.tagger import predict_text
 
     return predict_text(labeler, [it[0] for it in items], decoding, batch_size,
                         pretokenized=[it[1] for it in items],
@@ -101,7 +102,7 @@ def prepare(source: Path, output: Path, identity: dict[str, Any], overwrite: boo
     check_paths(source, output, overwrite, bookkeeping=(
         *_meta(output), output.with_name(output.name + ".partial.parquet")))
     total, size, digest = scan(source)
-    from seqrep.inputs import count_records, is_parquet
+    from seqrep.predict.inputs import count_records, is_parquet
 
     if is_parquet(source):  # its texts are rows, not lines (checked whole before a model loads)
         total = count_records(source)
@@ -164,7 +165,7 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
             resuming) and after each chunk.
         log: a line for the user (``resuming after N records``).
         label: another engine (:mod:`seqrep.integrations.ray`): the records of each chunk of
-            :func:`seqrep.inputs.read_records` items, chunk by chunk in their order; then
+            :func:`seqrep.predict.inputs.read_records` items, chunk by chunk in their order; then
             ``labeler`` is not used, chunks and resumption keep every ``doc_id`` run whole
             whatever the labeler's context, and ``accelerator`` must be None.
 
@@ -216,7 +217,7 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
             out.close()
     if main:
         if output.suffix == ".parquet":
-            from seqrep.records import jsonl_to_parquet
+            from seqrep.predict.records import jsonl_to_parquet
 
             jsonl_to_parquet(partial, output)  # written beside OUT, then renamed onto it
             partial.unlink()

@@ -1,10 +1,10 @@
 """Prediction records as parquet: the columns of ``seqrep predict``'s JSON lines.
 
 A record is ``{"text", "sentences": [{"start", "end", "tags", "words"}], "spans": [{"start",
-"end", "label", "score", "text", "words"}]}`` (:func:`seqrep.predict.predict_text`). ``--output
-OUT.parquet`` writes the same records with this fixed schema (so an empty list has the same
-type as a full one, and every file of every run can be concatenated), one row per input text,
-in input order; reading a row back gives the JSON record exactly.
+"end", "label", "score", "text", "words"}]}`` (:func:`seqrep.predict.tagger.predict_text`).
+``--output OUT.parquet`` writes the same records with this fixed schema (so an empty list has
+the same type as a full one, and every file of every run can be concatenated), one row per input
+text, in input order; reading a row back gives the JSON record exactly.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def jsonl_to_parquet(source: Path, output: Path) -> None:
     temporary file beside it first (created exclusively, never a link or a user's file),
     synced, then renamed onto ``output``, so ``output`` is either the old file or the whole
     new one."""
-    from seqrep.extras import require
+    from seqrep.core.extras import require
 
     require("datasets", "a .parquet output", ("pyarrow",))
     import pyarrow as pa
@@ -64,7 +64,7 @@ def jsonl_to_parquet(source: Path, output: Path) -> None:
 
 
 def read_parquet_records(path: Path) -> list[dict[str, Any]]:
-    """The records of a prediction parquet file, as :func:`seqrep.predict.predict_text`
+    """The records of a prediction parquet file, as :func:`seqrep.predict.tagger.predict_text`
     returns them."""
     import pyarrow.parquet as pq
 

@@ -15,7 +15,7 @@ exit-layer probe, the benchmark and the lab look the object up (:func:`context_o
 names. Adding a layout is one entry (``CONTEXTS.register(Context(...))``) and one row
 builder; how the lab's reports show a context is the lab's (:mod:`seqrep.lab.cells`).
 
-Imports only seqrep.table (no torch, no encode: the builders are named by reference), so the
+Imports only seqrep.core.table (no torch, no encode: the builders are named by reference), so the
 configs and every package can ask it without an import circle.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from seqrep.table import Table, resolve
+from seqrep.core.table import Table, resolve
 
 T = TypeVar("T")
 

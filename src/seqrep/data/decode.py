@@ -1,5 +1,5 @@
 """From per-word logits to tags: the decodings' algorithms (greedy argmax, Viterbi restricted
-to valid IOB2 sequences), which :data:`seqrep.tasks.DECODINGS` names, and :func:`decode`, which
+to valid IOB2 sequences), which :data:`seqrep.data.tasks.DECODINGS` names, and :func:`decode`, which
 runs the one a decoding's name picks."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from seqrep.tasks import DECODINGS, Decoding
+from seqrep.data.tasks import DECODINGS, Decoding
 
 
 def allowed_transitions(labels: Sequence[str]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -103,7 +103,7 @@ def decode(logits: torch.Tensor, labels: Sequence[str], method: str | Decoding =
     Args:
         logits: ``(n, L)`` head outputs.
         labels: tag names, index-aligned with the logits.
-        method: a decoding or its name (:data:`seqrep.tasks.DECODINGS`; a ConfigError
+        method: a decoding or its name (:data:`seqrep.data.tasks.DECODINGS`; a ConfigError
             names the choices).
 
     Returns:

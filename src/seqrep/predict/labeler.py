@@ -1,7 +1,7 @@
 """What prediction needs from a labeler, named as a ``typing.Protocol`` so that code typed
 against it imports no labeler class (and no import circle forms around one).
 
-:class:`Labeler` is what :func:`seqrep.predict.predict_text`, the server's batcher and the
+:class:`Labeler` is what :func:`seqrep.predict.tagger.predict_text`, the server's batcher and the
 spaCy component use. :class:`~seqrep.model.labeler.SequenceLabeler`,
 :class:`~seqrep.export.runtime.OnnxLabeler` both provide it. (What :mod:`seqrep.model.io` saves and
 rebuilds is its own :class:`~seqrep.model.io.SavedLabeler`: the model package refers to
@@ -39,6 +39,6 @@ class Labeler(Protocol):
         """One ``(words, num_labels)`` tensor of logits per sentence; ``docs``: each
         sentence's document id, read where the labeler's rows hold documents (None, the
         default: each sentence alone;
-        :class:`seqrep.documents.Grouped` carries words and ids together);
+        :class:`seqrep.encode.grouped.Grouped` carries words and ids together);
         ``items``: the sentences' rows already built by ``encoder.items``, not built again."""
         ...

@@ -8,12 +8,12 @@ A task is what a labeler's tags mean and how they are scored:
 
 A decoding turns per-word log-probabilities into tags (:meth:`Decoding.decode`): ``greedy``
 (argmax per word) or ``constrained`` (Viterbi over valid IOB2 transitions); the algorithms
-are in :mod:`seqrep.decode`, named by reference. Training may ask for ``auto``:
+are in :mod:`seqrep.data.decode`, named by reference. Training may ask for ``auto``:
 constrained unless greedy scores clearly higher on validation
 (:func:`seqrep.evaluate.choose_decoding`). Predicted tags are written as the task reads them
 (:meth:`Task.written`), so every output of a prediction holds the spans evaluation scores.
 
-Both families are :class:`~seqrep.table.Table` s: callers look an object up by the name a
+Both families are :class:`~seqrep.core.table.Table` s: callers look an object up by the name a
 config stores (:func:`task_of`, :data:`DECODINGS`) and ask it; adding a decoding is one entry
 (``DECODINGS.register(Decoding(name, help, function))``) and its function, from inside seqrep
 or outside it. Light on purpose: the configs validate against these tables, so nothing here
@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from seqrep.core.table import AUTO, Table, resolve
 from seqrep.data.tags import spans_to_tags, strict_spans, tags_to_spans
 from seqrep.errors import ConfigError
-from seqrep.table import AUTO, Table, resolve
 
 if TYPE_CHECKING:
     from seqrep.data.types import Sentence
@@ -62,9 +62,9 @@ class Decoding:
         return f"<decoding {self.name}>"
 
 
-GREEDY = Decoding("greedy", "argmax per word", "seqrep.decode:greedy")
+GREEDY = Decoding("greedy", "argmax per word", "seqrep.data.decode:greedy")
 CONSTRAINED = Decoding("constrained", "Viterbi over valid IOB2 transitions",
-                       "seqrep.decode:constrained")
+                       "seqrep.data.decode:constrained")
 DECODINGS: Table[Decoding] = Table("decoding", (GREEDY, CONSTRAINED))
 
 

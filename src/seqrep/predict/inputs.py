@@ -103,7 +103,7 @@ def _string_kind(kind: Any, items: bool = False) -> bool:
 def _parquet_file(path: Path) -> Any:
     """A parquet file opened with a text or words column, its columns checked by type, or one
     line saying why not (a FIFO or a device is refused without being opened blocking)."""
-    from seqrep.extras import require
+    from seqrep.core.extras import require
 
     require("datasets", "a .parquet input", ("pyarrow",))
     import pyarrow as pa

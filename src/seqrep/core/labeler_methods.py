@@ -4,8 +4,8 @@
 both inherit, so one object serves everywhere and no runtime has its own copy.
 
 The work is done above the model layer (:mod:`seqrep.labeling`, with
-:func:`seqrep.predict.predict_text` and :func:`seqrep.evaluate.evaluate`), which this module
-names by reference (:func:`seqrep.table.resolve`), as the runtimes name their loaders: the
+:func:`seqrep.predict.tagger.predict_text` and :func:`seqrep.evaluate.evaluate`), which this module
+names by reference (:func:`seqrep.core.table.resolve`), as the runtimes name their loaders: the
 model package imports this module, and nothing here imports a layer above it.
 """
 
@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from seqrep.table import resolve
+from seqrep.core.table import resolve
 
 _HERE = "seqrep.labeling"
 
 
 class LabelerMethods:
     """``predict``, ``predict_words`` and ``evaluate`` on any labeler that has ``config``,
-    ``encoder`` and ``word_logits`` (the :class:`~seqrep.labeler_protocol.Labeler`
+    ``encoder`` and ``word_logits`` (the :class:`~seqrep.predict.labeler.Labeler`
     protocol)."""
 
     def predict(self, text_or_texts: str | Sequence[str], *,

@@ -15,7 +15,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from seqrep.contexts import labeler_context
+from seqrep.core.contexts import labeler_context
 
 
 @dataclass(frozen=True)
