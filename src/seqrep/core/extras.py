@@ -16,6 +16,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "serve": ("fastapi", "uvicorn", "prometheus_client", "fastapi_offline"),
     "spacy": ("spacy",),
     "onnx": ("onnxruntime", "onnx", "onnxscript"),
+    "openvino": ("openvino",),
     "qlora": ("bitsandbytes",),
     "gguf": ("gguf",),
     "datasets": ("datasets", "pyarrow"),

@@ -81,6 +81,9 @@ class Runtime:
 
 RUNTIMES: Table[Runtime] = Table("runtime", (
     Runtime("torch", "PyTorch", help="the PyTorch labeler of a run or labeler folder"),
+    Runtime("openvino", "OpenVINO", "seqrep.export.loaders:openvino_labeler",
+            help="a run or labeler folder's backbone converted to OpenVINO (CPU; the "
+                 "openvino extra)"),
     Runtime("onnx", "ONNX Runtime", "seqrep.export.loaders:onnx_labeler", onnx=True,
             help="a seqrep export folder's graph on ONNX Runtime"),
     Runtime("onnx-int8", "ONNX Runtime", "seqrep.export.loaders:onnx_labeler", onnx=True,

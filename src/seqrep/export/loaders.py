@@ -33,6 +33,23 @@ def torch_labeler(runtime: Runtime, path: Path, settings: LoadSettings) -> Any:
                                            settings.precision)
 
 
+def openvino_labeler(runtime: Runtime, path: Path, settings: LoadSettings) -> Any:
+    """A run or labeler folder as an :class:`~seqrep.export.openvino.OpenVinoLabeler`, its
+    backbone converted and compiled before it returns (a failure is one line here, not at
+    the first text); ``settings.threads`` are OpenVINO's threads (default: torch's)."""
+    if exported(path):
+        raise ConfigError(f"{path} is an ONNX export; --runtime openvino reads a run or "
+                          f"labeler folder (use --runtime onnx for an export)")
+    from seqrep.core.extras import require
+
+    require("openvino", "--runtime openvino")
+    from seqrep.export.openvino import OpenVinoLabeler
+    from seqrep.model.io import load_labeler
+
+    labeler = load_labeler(OpenVinoLabeler, path, settings.trust_remote_code)
+    return labeler.place(settings.device, settings.precision, settings.threads).compile()
+
+
 def onnx_labeler(runtime: Runtime, path: Path, settings: LoadSettings) -> Any:
     """An export folder's graph (the runtime's ``variant``: fp32 or int8) as an
     :class:`~seqrep.export.runtime.OnnxLabeler`; ``settings.threads`` are ONNX Runtime's

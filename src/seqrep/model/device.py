@@ -214,7 +214,10 @@ def ran_on_line(labeler: object) -> str:
     known = RUNTIMES.get(r["runtime"] or "")
     if r["runtime"]:
         parts.append(known.title if known else r["runtime"])
-    if known and known.note:
+    own = getattr(labeler, "numerics_note", None)  # a runtime that says its numerics itself
+    if own:
+        parts.append(own)
+    elif known and known.note:
         parts.append(known.note)
     elif r["autocast"] == "fp32":
         parts.append("fp32")
