@@ -27,6 +27,7 @@ from typing import Any
 from seqrep.config import InferenceConfig, LabelerConfig
 from seqrep.core.contexts import CONTEXTS, SENTENCE, context_of
 from seqrep.lab.bench_rows import (
+    OPENVINO,
     PRECISIONS,
     TORCH_PRECISIONS,
     _ceiling_precision,
@@ -79,7 +80,8 @@ class BenchConfig:
     threads: int | None = _f(InferenceConfig.threads, "torch threads (default: all cores)")
     precisions: tuple[str, ...] = _f(("fp32",), (
         f"comma list of how the cut model runs, each measured: {', '.join(PRECISIONS)} "
-        f"({' and '.join(TORCH_PRECISIONS)} in PyTorch, the others in ONNX Runtime)"))
+        f"({' and '.join(TORCH_PRECISIONS)} in PyTorch, openvino-* on OpenVINO, the others "
+        f"in ONNX Runtime)"))
     device: str = _f(InferenceConfig.device, (
         "auto, cpu, cuda, cuda:N or mps (auto: the CPU when an ONNX row is asked)"))
     unmask: tuple[str, ...] = _f(("none",), (
@@ -127,14 +129,15 @@ class BenchConfig:
         from seqrep.errors import ConfigError
         from seqrep.model.device import resolve_device
 
-        onnx = [p for p in self.precisions if _onnx(p)]
+        onnx = [p for p in self.precisions if _onnx(p) or p in OPENVINO]
         if onnx and self.device.lower() == "auto":
             return "cpu"
         device = resolve_device(self.device)
         if onnx and device.type != "cpu":
+            engine = "OpenVINO" if onnx[0] in OPENVINO else "ONNX Runtime"
             raise ConfigError(f"--device {self.device}: the --precision {onnx[0]} rows run on "
-                              f"ONNX Runtime, on the CPU only; use --device cpu, or measure "
-                              f"the ONNX rows in a run of their own")
+                              f"{engine}, on the CPU only; use --device cpu, or measure them "
+                              f"in a run of their own")
         return str(device)
 
 
@@ -218,7 +221,9 @@ def bench_jobs(cfg: BenchConfig) -> list[Job]:
                  if layer is not None]
     jobs += [(name.strip(), 0, None, "encoder", p, c, "none", w)
              for name in (cfg.encoder or "").split(",") if name.strip()
-             for p in ("fp32", *filter(_onnx, cfg.precisions)) for c in cfg.context
+             for p in dict.fromkeys(("fp32", *(p for p in cfg.precisions
+                                               if _onnx(p) or p in OPENVINO)))
+             for c in cfg.context
              if _timed(p, c) for w in windows(c)]
     return jobs
 

@@ -22,7 +22,9 @@ if TYPE_CHECKING:  # torch is imported where a row runs: `seqrep --help` builds 
 # What a row runs: a PyTorch autocast precision, or an ONNX runtime of seqrep.core.runtimes (its
 # graph variant; measured against the fp32 ceiling)
 TORCH_PRECISIONS = ("fp32", "bf16")
-PRECISIONS = (*TORCH_PRECISIONS, *(r.name for r in RUNTIMES.values() if r.onnx))
+# the backbone on OpenVINO (seqrep.export.openvino), its graph in f32 or with bf16 products
+OPENVINO = {"openvino-fp32": "fp32", "openvino-bf16": "bf16"}
+PRECISIONS = (*TORCH_PRECISIONS, *OPENVINO, *(r.name for r in RUNTIMES.values() if r.onnx))
 
 
 def _dtypes() -> dict[str, torch.dtype]:
@@ -47,8 +49,9 @@ def _onnx(setting: str) -> Runtime | None:
 
 
 def _ceiling_precision(precision: str) -> str:
-    """The matmul ceiling a row is measured against: ONNX Runtime rows against fp32's."""
-    return "fp32" if _onnx(precision) else precision
+    """The matmul ceiling a row is measured against: ONNX Runtime rows against fp32's, an
+    OpenVINO row against that of its products' precision."""
+    return "fp32" if _onnx(precision) else OPENVINO.get(precision, precision)
 
 
 def matmul_gflops(m: int, k: int, n: int, repeats: int = 20, precision: str = "fp32",
@@ -112,10 +115,12 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     cut = exit_layer if mode == "cut" else None
     context = context or (SENTENCE if docs is None else DOCUMENT).name
     window = {"context_tokens": context_tokens} if context_tokens else {}
-    lab = SequenceLabeler.from_model(model, labels=["O"], repetitions=repetitions,
-                                     exit_layer=cut, finetune=FROZEN, context=context,
-                                     unmask=unmask if mode == "cut" else "none",
-                                     **window).eval()
+    kind = SequenceLabeler
+    if precision in OPENVINO:
+        from seqrep.export.openvino import OpenVinoLabeler as kind
+    lab = kind.from_model(model, labels=["O"], repetitions=repetitions, exit_layer=cut,
+                          finetune=FROZEN, context=context,
+                          unmask=unmask if mode == "cut" else "none", **window).eval()
     documents = context_of(context).documents
     window = {"context_tokens": lab.config.context_tokens} if documents else {}
     lab.place(device, _ceiling_precision(precision))

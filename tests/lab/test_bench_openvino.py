@@ -1,0 +1,44 @@
+"""seqrep bench's OpenVINO rows: where they run, which ceiling each is measured against, and
+a measured row whose states are those of the PyTorch fp32 row."""
+
+from __future__ import annotations
+
+import pytest
+from support import WORDS
+
+from seqrep.errors import ConfigError
+from seqrep.lab.bench import BenchConfig, bench_jobs
+from seqrep.lab.bench_rows import _ceiling_precision, _measure
+
+
+def test_openvino_rows_run_at_every_context_and_for_the_encoders_too() -> None:
+    """The runtime that labels the recipe is timed on the encoders as well (an even
+    comparison), at each context; its rows are on the CPU."""
+    cfg = BenchConfig(model="m", repetitions=(1,), exit_layers=(3,), encoder="e",
+                      precisions=("bf16", "openvino-bf16"), baseline=False,
+                      context=("sentence", "document-focus"), device="auto")
+    assert bench_jobs(cfg) == [
+        ("m", 1, 3, "cut", "bf16", "sentence", "none", None),
+        ("m", 1, 3, "cut", "bf16", "document-focus", "none", 256),
+        ("m", 1, 3, "cut", "openvino-bf16", "sentence", "none", None),
+        ("m", 1, 3, "cut", "openvino-bf16", "document-focus", "none", 256),
+        ("e", 0, None, "encoder", "fp32", "sentence", "none", None),
+        ("e", 0, None, "encoder", "fp32", "document-focus", "none", 256),
+        ("e", 0, None, "encoder", "openvino-bf16", "sentence", "none", None),
+        ("e", 0, None, "encoder", "openvino-bf16", "document-focus", "none", 256)]
+    assert cfg.resolved_device() == "cpu"
+    assert _ceiling_precision("openvino-bf16") == "bf16"
+    assert _ceiling_precision("openvino-fp32") == "fp32"
+    with pytest.raises(ConfigError, match="expected a comma list of fp32, bf16, "
+                                          "openvino-fp32, openvino-bf16"):
+        BenchConfig(precisions=("openvino",))
+
+
+def test_a_measured_openvino_row_has_the_states_of_the_fp32_row(tiny) -> None:
+    pytest.importorskip("openvino")
+    model = tiny("llama")
+    words = WORDS * 3
+    fp32 = _measure(model, 1, 3, words, 4, None, 2, "cut", None)
+    ov = _measure(model, 1, 3, words, 4, None, 2, "cut", None, precision="openvino-fp32")
+    assert ov["precision"] == "openvino-fp32" and ov["tokens"] == fp32["tokens"]
+    assert ov["checksum"] == pytest.approx(fp32["checksum"], rel=1e-5)
