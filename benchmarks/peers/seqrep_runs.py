@@ -27,6 +27,8 @@ from peers import common  # noqa: E402
 from peers.entries import STAND_IN, Entry  # noqa: E402
 
 ONNX_RUNTIMES = ("onnx", "onnx-int8")  # an fp32 graph; its int8 recipe (seqrep export --int8)
+# a run's backbone on OpenVINO: its f32 graph, or bf16 products (--runtime openvino)
+OPENVINO = {"openvino-fp32": "fp32", "openvino-bf16": "bf16"}
 TEST_AT = "test_at.json"
 STAND_IN_SENTENCES = 16
 
@@ -52,7 +54,10 @@ def parse_spec(spec: str) -> tuple[str, Path, str, str]:
 
 
 def label_of(precision: str, runtime: str) -> str:
-    """The table's precision cell: the runtime's name for ONNX, else the precision."""
+    """The table's precision cell: the runtime's name for ONNX, ``openvino-PRECISION`` for
+    OpenVINO, else the precision."""
+    if runtime == "openvino":
+        return f"openvino-{precision}"
     return runtime if runtime in ONNX_RUNTIMES else precision
 
 
@@ -232,7 +237,7 @@ def at_runtimes(run: Path, records: Path, runtimes: list[str], work: Path,
         raise common.HarnessError(f"{run}: no trained model (best/config.json)")
     if not records.is_dir():
         raise common.HarnessError(f"--records {records}: not a folder")
-    known = (*ONNX_RUNTIMES, "fp32", "bf16")
+    known = (*ONNX_RUNTIMES, *OPENVINO, "fp32", "bf16")
     for r in runtimes:
         if r not in known:
             raise common.HarnessError(f"--runtimes: unknown {r!r}; expected some of "
@@ -243,7 +248,9 @@ def at_runtimes(run: Path, records: Path, runtimes: list[str], work: Path,
     cpu = common.cpu_flags()
     for r in runtimes:
         onnx = r in ONNX_RUNTIMES
-        spec = f"{run.name}={run}:{'fp32' if onnx else r}:{r if onnx else 'torch'}"
+        precision, runtime = ("fp32", r) if onnx else (OPENVINO[r], "openvino") \
+            if r in OPENVINO else (r, "torch")
+        spec = f"{run.name}={run}:{precision}:{runtime}"
         (entry,) = seqrep_entries(spec, work, threads)
         timed = time_once(entry, work / "logs" / f"at-{run.name}-{r}.log")
         try:
@@ -252,9 +259,28 @@ def at_runtimes(run: Path, records: Path, runtimes: list[str], work: Path,
             raise common.HarnessError(f"{run} at {r}: scoring failed: {err.error}") from None
         written[r] = {**score, "label_s": round(timed["label_s"], 2), "threads": threads,
                       "cpu": cpu, "command": entry.command}
+        fp32 = entry.output.with_name(f"{run.name}-fp32-tags.conll")
+        if r == "fp32":
+            fp32.write_bytes(entry.output.read_bytes())
+        if fp32.is_file():  # the share of words whose tag differs from PyTorch fp32's
+            written[r]["changed_vs_fp32"] = changed_share(entry.output, fp32)
         print(f"peers: {run.name} at {r}: test F1 {score['f1']:.2f}", file=sys.stderr)
         common.write_json(path, written)
     return written
+
+
+def changed_share(predictions: Path, reference: Path) -> float:
+    """The share of words whose predicted tag (the last column of ``word gold predicted``)
+    differs between two prediction files of the same sentences."""
+    def tags(path: Path) -> list[str]:
+        return [line.split()[-1] for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip()]
+
+    a, b = tags(predictions), tags(reference)
+    if len(a) != len(b):
+        raise common.HarnessError(f"{predictions} and {reference} hold {len(a)} and {len(b)} "
+                                  f"words: not the same sentences")
+    return round(sum(x != y for x, y in zip(a, b)) / max(1, len(a)), 6)
 
 
 def main(argv: list[str] | None = None) -> None:

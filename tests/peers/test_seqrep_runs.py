@@ -206,3 +206,21 @@ def test_damaged_records_are_one_line_naming_the_file(tmp_path: Path) -> None:
     (records / "run.json").write_text(json.dumps({"train": {}}), encoding="utf-8")
     with pytest.raises(HarnessError, match="no 'labeler' object"):
         seqrep_runs.seqrep_stand_in(records, tmp_path / "stand-in")
+
+
+def test_an_openvino_spec_runs_the_run_folder_on_openvino(tmp_path: Path) -> None:
+    run = _trained_run(tmp_path / "run")
+    (entry,) = seqrep_runs.seqrep_entries(f"g-ov={run}:bf16:openvino", tmp_path, 2)
+    assert entry.precision == "openvino-bf16" and entry.command[4] == str(run)
+    assert entry.command[-6:] == ["--precision", "bf16", "--runtime", "openvino", "--json",
+                                  "--quiet"]
+
+
+def test_the_changed_share_counts_words_whose_tag_differs(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.conll", tmp_path / "b.conll"
+    a.write_text("EU B-ORG B-ORG\nrejects O O\n\nPeter B-PER B-PER\nBlack I-PER I-PER\n")
+    b.write_text("EU B-ORG B-LOC\nrejects O O\n\nPeter B-PER B-PER\nBlack I-PER O\n")
+    assert seqrep_runs.changed_share(a, b) == 0.5  # 2 of 4 words, counted by hand
+    b.write_text("EU B-ORG B-ORG\n")
+    with pytest.raises(HarnessError, match="not the same sentences"):
+        seqrep_runs.changed_share(a, b)
