@@ -59,3 +59,18 @@ def test_fp32_is_the_model(tiny: tuple, tmp_path: Path) -> None:
     with torch.inference_mode():
         assert torch.equal(hf_peer._forward(model, "fp32", tmp_path, 1)(enc),
                            model(**enc).logits)
+
+
+def test_openvino_matches_torch_on_padded_rows_of_any_shape(tiny: tuple, tmp_path: Path
+                                                            ) -> None:
+    """OpenVINO's defaults on this CPU (bf16 where it is native, else f32): near torch's
+    fp32 logits on the real tokens, at the example's shape and at another."""
+    pytest.importorskip("openvino")
+    model, enc = tiny
+    run = hf_peer._forward(model, "openvino", tmp_path, 1)
+    for batch in (enc, {k: v.repeat(2, 2) for k, v in enc.items()}):
+        with torch.inference_mode():
+            want = model(**batch).logits
+        keep = batch["attention_mask"].bool()
+        diff = (run(batch) - want)[keep].abs().max().item()
+        assert diff < 0.05 * want.abs().max().item()
