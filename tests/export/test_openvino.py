@@ -260,3 +260,19 @@ def test_place_refuses_in_python_too(saved) -> None:
         ov.place("cuda")
     with pytest.raises(ConfigError, match="--precision"):
         ov.place("cpu", "fp16")
+
+
+def test_the_spacy_component_runs_on_openvino(run) -> None:
+    spacy = pytest.importorskip("spacy")
+    import seqrep.serve.spacy_component  # noqa: F401 - registers the factory
+
+    folder, _ = run
+    text = "Obama visited Paris on Monday. Peter Blackburn reports from Brussels."
+    ents = {}
+    for runtime in ("torch", "openvino"):
+        nlp = spacy.blank("en")
+        pipe = nlp.add_pipe("seqrep", config={"model": str(folder), "runtime": runtime,
+                                              "precision": "fp32"})
+        assert pipe.labeler.runtime == runtime
+        ents[runtime] = [(e.start_char, e.end_char, e.label_) for e in nlp(text).ents]
+    assert ents["openvino"] == ents["torch"]

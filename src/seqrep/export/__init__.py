@@ -40,14 +40,16 @@ def load_labeler(path, runtime: str = "auto", trust_remote_code: bool = False,  
     Args:
         path: a run or labeler folder (torch), or a folder from ``seqrep export --onnx``.
         runtime: a name of :data:`seqrep.core.runtimes.RUNTIMES`: ``torch``
-            (:class:`~seqrep.model.labeler.SequenceLabeler`), ``onnx``
+            (:class:`~seqrep.model.labeler.SequenceLabeler`), ``openvino``
+            (:class:`~seqrep.export.openvino.OpenVinoLabeler`: the backbone on OpenVINO),
+            ``onnx``
             (:class:`~seqrep.export.runtime.OnnxLabeler`), ``onnx-int8`` (its int8 graph,
             written by ``seqrep export --int8``), or ``auto`` (onnx when ``path`` is an ONNX
             export, else torch).
         trust_remote_code, device, precision: as for SequenceLabeler.from_pretrained (the
             ONNX runtime accepts only the CPU and fp32, or auto).
-        threads: ONNX Runtime's intra-op threads (default: its own); torch keeps its
-            setting.
+        threads: ONNX Runtime's intra-op threads (default: its own), or OpenVINO's
+            (default: torch's thread count); torch keeps its setting.
     """
     from seqrep.config import InferenceConfig
 

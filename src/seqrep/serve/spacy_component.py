@@ -50,17 +50,20 @@ class SeqrepComponent:
         decoding: ``greedy`` or ``constrained`` (default: the model's own).
         batch_size: docs per prediction call in ``nlp.pipe``.
         labeler: an already loaded labeler instead of ``model`` (Python use only).
+        runtime, precision: what runs the labeler, as ``--runtime`` and ``--precision``
+            (``openvino`` for the fastest CPU labeling: see the CPU guide).
     """
 
     def __init__(self, nlp: Language, name: str, model: str | None,
                  decoding: str | None = None, batch_size: int = 32,
-                 labeler: Labeler | None = None) -> None:
+                 labeler: Labeler | None = None, runtime: str = "auto",
+                 precision: str = "auto") -> None:
         if labeler is None:
             if not model:
                 raise ValueError('the seqrep component needs config={"model": RUN_DIR}')
-            from seqrep.model.labeler import SequenceLabeler
+            from seqrep.export import load_labeler
 
-            labeler = SequenceLabeler.from_pretrained(model).eval()
+            labeler = load_labeler(model, runtime=runtime, precision=precision).eval()
         self.name, self.labeler = name, labeler
         self.decoding, self.batch_size = decoding, batch_size
 
@@ -94,8 +97,11 @@ class SeqrepComponent:
         doc._.seqrep_unaligned = unaligned
 
 
-@Language.factory("seqrep", default_config={"model": None, "decoding": None, "batch_size": 32})
+@Language.factory("seqrep", default_config={"model": None, "decoding": None, "batch_size": 32,
+                                           "runtime": "auto", "precision": "auto"})
 def make_component(nlp: Language, name: str, model: str | None, decoding: str | None,
-                   batch_size: int) -> SeqrepComponent:
-    """The ``seqrep`` factory: ``nlp.add_pipe("seqrep", config={"model": RUN_DIR})``."""
-    return SeqrepComponent(nlp, name, model, decoding, batch_size)
+                   batch_size: int, runtime: str, precision: str) -> SeqrepComponent:
+    """The ``seqrep`` factory: ``nlp.add_pipe("seqrep", config={"model": RUN_DIR})``
+    (``"runtime": "openvino"`` and ``"precision"`` as on the command line)."""
+    return SeqrepComponent(nlp, name, model, decoding, batch_size, runtime=runtime,
+                           precision=precision)
