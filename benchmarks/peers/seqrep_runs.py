@@ -94,7 +94,7 @@ def seqrep_entries(spec: str, work: Path, threads: int, stand_ins: str = "none"
         out = work / "speed" / f"{entry_name}.conll"
         cmd = [sys.executable, "-m", "seqrep", "evaluate", str(model), "--dataset",
                "conll2003", "--split", "test", "--predictions", str(out), "--precision",
-               precision, "--runtime", runtime, "--json", "--quiet"]
+               precision, "--runtime", runtime, "--json", "--quiet", "--overwrite"]
         entries.append(Entry(entry_name, cmd, out, None, label, threads,
                              stdout_json=True, train=seqrep_training(run),
                              system=name, stand_in=stand_in,

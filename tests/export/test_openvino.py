@@ -91,6 +91,11 @@ def test_bf16_products_stay_close_to_fp32(saved, family) -> None:
     linears = sum(type(m) is torch.nn.Linear for m in _torch(folder).backbone.modules())
     model = ov._convert(next(iter(ov.batches(_sentences(), 32)))[0])
     assert ov_module.bf16_products(model) == linears
+    # inside each of the 3 cut layers' MLP, the gate and up products stay bf16 (2 a layer)
+    kept = [op for op in model.get_ordered_ops() if op.get_type_name() == "MatMul"
+            and all(t.get_node().get_type_name() != "Convert"
+                    for t in op.output(0).get_target_inputs())]
+    assert len(kept) == 2 * 3
 
 
 def test_auto_precision_is_bf16_only_where_the_cpu_has_it(saved, monkeypatch) -> None:

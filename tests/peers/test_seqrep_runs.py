@@ -26,8 +26,9 @@ def test_seqrep_spec(tmp_path: Path) -> None:
     (entry,) = seqrep_runs.seqrep_entries(f"gemma-doc={run}:bf16", tmp_path, 2)
     assert entry.name == "gemma-doc" and entry.precision == "bf16" and not entry.stand_in
     assert entry.command[4] == str(run)
-    assert entry.command[-6:] == ["--precision", "bf16", "--runtime", "torch", "--json",
-                                  "--quiet"]
+    # --overwrite: each round of the speed run writes the same predictions file again
+    assert entry.command[-7:] == ["--precision", "bf16", "--runtime", "torch", "--json",
+                                  "--quiet", "--overwrite"]
     assert entry.stdout_json and entry.train is None  # a folder without metrics.json
     (run / "metrics.json").write_text(json.dumps(
         {"train_seconds": 2880.5, "steps": 2651, "train_sentences": 14041}), encoding="utf-8")
@@ -123,7 +124,8 @@ def test_onnx_runtimes_label_an_export(tmp_path: Path, monkeypatch) -> None:
     assert calls == [(run, exported), (run, exported)]
     assert exported.parent == tmp_path / "w" / "exports"
     assert onnx.command[4] == int8.command[4] == str(exported)
-    assert onnx.command[-6:] == ["--precision", "fp32", "--runtime", "onnx", "--json", "--quiet"]
+    assert onnx.command[-7:-1] == ["--precision", "fp32", "--runtime", "onnx", "--json",
+                                   "--quiet"]
     assert (onnx.precision, int8.precision) == ("onnx", "onnx-int8")
     assert int8.command[-4:-2] == ["--runtime", "onnx-int8"]
     with pytest.raises(HarnessError, match="onnx runs an fp32 graph"):
@@ -212,8 +214,8 @@ def test_an_openvino_spec_runs_the_run_folder_on_openvino(tmp_path: Path) -> Non
     run = _trained_run(tmp_path / "run")
     (entry,) = seqrep_runs.seqrep_entries(f"g-ov={run}:bf16:openvino", tmp_path, 2)
     assert entry.precision == "openvino-bf16" and entry.command[4] == str(run)
-    assert entry.command[-6:] == ["--precision", "bf16", "--runtime", "openvino", "--json",
-                                  "--quiet"]
+    assert entry.command[-7:-1] == ["--precision", "bf16", "--runtime", "openvino", "--json",
+                                    "--quiet"]
 
 
 def test_the_changed_share_counts_words_whose_tag_differs(tmp_path: Path) -> None:
