@@ -44,7 +44,7 @@ def test_the_api_reference_documents_the_public_names(site: Path) -> None:
     html = (site / "reference/python/index.html").read_text(encoding="utf-8")
     names = ["model.labeler.SequenceLabeler", "model.labeler_config.LabelerConfig",
              "config.TrainConfig", "data.types.Sentence", "data.types.Span", "data.types.Corpus",
-             "data.datasets.load_corpus", "predict.predict_text", "train.run.train",
+             "data.datasets.load_corpus", "predict.tagger.predict_text", "train.run.train",
              "model.labeler.SequenceLabeler.from_pretrained"]  # members, from the docstrings
     missing = [name for name in names if f'id="seqrep.{name}"' not in html]
     assert not missing, f"the API reference lacks {missing}"

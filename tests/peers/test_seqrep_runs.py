@@ -127,7 +127,7 @@ def test_onnx_runtimes_label_an_export(tmp_path: Path, monkeypatch) -> None:
     assert onnx.command[-7:-1] == ["--precision", "fp32", "--runtime", "onnx", "--json",
                                    "--quiet"]
     assert (onnx.precision, int8.precision) == ("onnx", "onnx-int8")
-    assert int8.command[-4:-2] == ["--runtime", "onnx-int8"]
+    assert int8.command[-5:-3] == ["--runtime", "onnx-int8"]
     with pytest.raises(HarnessError, match="onnx runs an fp32 graph"):
         seqrep_runs.seqrep_entries(f"g={run}:bf16:onnx", tmp_path / "w", 2)
     # an export folder is labeled as it is
