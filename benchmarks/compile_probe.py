@@ -1,0 +1,89 @@
+"""A probe, not a runtime yet: the recipe's forward pass under ``torch.compile`` (inductor,
+weights frozen, dynamic shapes, bf16 autocast) against PyTorch's eager bf16 pass, on the
+first 300 CoNLL-2003 test sentences, documents kept, and ``--runtime openvino``'s bf16
+pass beside them when OpenVINO is installed.
+
+    python benchmarks/compile_probe.py RUN [--sentences 300] [--threads 2]
+
+Prints, for each: the first pass (compilation included), the fastest of two timed passes in
+words/s, the largest difference of its states from PyTorch fp32's on real tokens, and how
+many word tags (argmax of the run's head) differ from fp32's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("run", type=Path)
+    p.add_argument("--sentences", type=int, default=300)
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+
+    import torch
+    import torch._inductor.config as inductor
+
+    from seqrep.data import load_corpus
+    from seqrep.encode import BATCH_TOKENS
+    from seqrep.model.io import load_labeler
+    from seqrep.model.labeler import SequenceLabeler
+
+    torch.set_num_threads(args.threads)
+    inductor.freezing = True
+    folder = args.run / "best" if (args.run / "best").is_dir() else args.run
+    lab = load_labeler(SequenceLabeler, folder, False).place("cpu", "fp32").eval()
+    sentences = load_corpus("conll2003", "test").sentences[: args.sentences]
+    words = [s.words for s in sentences]
+    batches = [b for b, _ in lab.batches(words, 32, BATCH_TOKENS,
+                                         docs=[s.doc_id for s in sentences])]
+    n_words = sum(map(len, words))
+    with torch.no_grad():
+        ref = [lab.hidden(b)[0] for b in batches]
+        tags = [lab.head(lab.pool(h, b)).argmax(-1) for h, b in zip(ref, batches)]
+
+    def measure(name: str, run) -> None:  # noqa: ANN001 - a batch -> states function
+        start = time.perf_counter()
+        outs = [run(b).float() for b in batches]
+        first = time.perf_counter() - start
+        best = float("inf")
+        for _ in range(2):
+            start = time.perf_counter()
+            for b in batches:
+                run(b)
+            best = min(best, time.perf_counter() - start)
+        diff = max(float((o - r)[b.attention_mask.bool()].abs().max())
+                   for o, r, b in zip(outs, ref, batches))
+        changed = sum(int((lab.head(lab.pool(o, b)).argmax(-1) != t).sum())
+                      for o, b, t in zip(outs, batches, tags))
+        print(f"{name}: first pass {first:.1f} s, {n_words / best:.1f} words/s, states within "
+              f"{diff:.3g} of fp32, {changed} of {n_words} tags changed", flush=True)
+
+    lab.place("cpu", "bf16")
+    backbone = lab.backbone
+
+    def forward(ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return backbone(input_ids=ids, attention_mask=mask, position_ids=positions,
+                            use_cache=False).last_hidden_state
+
+    compiled = torch.compile(forward, dynamic=True)
+    with torch.no_grad():
+        measure("PyTorch bf16 autocast, eager", lambda b: lab.hidden(b)[0])
+        measure("torch.compile, bf16 autocast", lambda b: compiled(
+            b.input_ids, b.attention_mask, lab.model_positions(b.position_ids)))
+        import importlib.util
+
+        if importlib.util.find_spec("openvino") is not None:
+            from seqrep.export.openvino import OpenVinoLabeler
+
+            ov = load_labeler(OpenVinoLabeler, folder, False).place("cpu", "bf16", args.threads)
+            ov.eval()
+            measure("OpenVINO, bf16 products", lambda b: ov.hidden(b)[0])
+
+
+if __name__ == "__main__":
+    main()
