@@ -32,18 +32,14 @@ def _stage(times: dict[str, float], name: str, start: float) -> float:
 
 
 def _ov_operators(labeler: Any, batches: list[Any]) -> dict[str, float]:
-    """Milliseconds per OpenVINO node type over ``batches`` (its PERF_COUNT counters)."""
-    import openvino as ov
+    """Milliseconds per OpenVINO node type over ``batches`` (its PERF_COUNT counters), the
+    graph converted and compiled as the labeler's own, with the counters on."""
+    from seqrep.export.openvino import bf16_products
 
-    core = ov.Core()
     model = labeler._convert(batches[0])
     if labeler.ov_precision == "bf16":
-        from seqrep.export.openvino import bf16_products
-
         bf16_products(model)
-    profiled = core.compile_model(model, "CPU", {
-        "INFERENCE_PRECISION_HINT": "f32", "PERF_COUNT": True,
-        "INFERENCE_NUM_THREADS": labeler.ov_threads or 0, "PERFORMANCE_HINT": "LATENCY"})
+    profiled = labeler._compile(model, PERF_COUNT=True)
     request = profiled.create_infer_request()
     spent: Counter = Counter()
     for batch in batches:

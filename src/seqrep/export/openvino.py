@@ -240,13 +240,15 @@ class OpenVinoLabeler(SequenceLabeler):
         finally:
             self.backbone.train(was)
 
-    def _compile(self, model: Any) -> Any:
+    def _compile(self, model: Any, **options: Any) -> Any:
+        """``model`` compiled for the CPU as this labeler runs it (f32 hint, its threads),
+        with any further OpenVINO ``options`` (the profiler's ``PERF_COUNT``)."""
         import openvino as ov
 
         return ov.Core().compile_model(model, "CPU", {
             "INFERENCE_PRECISION_HINT": "f32",
             "INFERENCE_NUM_THREADS": self.ov_threads or torch.get_num_threads(),
-            "PERFORMANCE_HINT": "LATENCY"})
+            "PERFORMANCE_HINT": "LATENCY", **options})
 
     def _check(self, graph: Any, batches: list[Batch]) -> None:
         """The f32 graph against torch's fp32 pass on the check sentences in two batchings
