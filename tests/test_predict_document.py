@@ -165,9 +165,11 @@ SHARDED = '''
 import sys
 from accelerate import PartialState
 from seqrep.model.labeler import SequenceLabeler
+from seqrep.model.device import end_processes
 from seqrep.predict.stream import predict_file
 lab = SequenceLabeler.from_pretrained(sys.argv[1]).eval()
 predict_file(lab, sys.argv[2], sys.argv[3], chunk=2, accelerator=PartialState(cpu=True))
+end_processes()  # as the CLI does: no gloo thread outlives the interpreter
 '''
 
 

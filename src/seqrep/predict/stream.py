@@ -157,6 +157,11 @@ def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
     Args:
         chunk: texts per chunk and process (default :data:`CHUNK`).
         words: plain-text lines are pre-tokenized (whitespace-separated words).
+        accelerator: under a distributed launch (``torchrun``), an ``accelerate``
+            ``PartialState``: each process labels its share and process 0 writes. The
+            caller leaves the process group when its work is done
+            (:func:`seqrep.model.device.end_processes`); a gloo thread left alive can abort a
+            process at exit.
         plan: from :func:`prepare` (the command checks before loading the model); default:
             prepared here, the labeler identified by its configuration and these settings.
         overwrite: replace an output that is no seqrep output, and start over from a partial
