@@ -114,7 +114,6 @@ def test_the_configs_validate_against_the_table_and_help_lists_it() -> None:
                      if f.name == "context")
     assert help_text == (
         "what a model row holds: sentence (each sentence alone), document (consecutive "
-        "sentences of one document, in windows of --context-tokens; each word is read from "
-        "the window where it has the most context; sentences without a document id stay "
-        "alone) or document-focus (as document, but the last copy holds only the words a "
-        "window reads, so rows are shorter where a document spans several windows)")
+        "sentences of one document, in windows of --context-tokens, each word read where it "
+        "has the most context; a sentence without a document id stays alone) or "
+        "document-focus (as document, with only the words a window reads in its last copy)")

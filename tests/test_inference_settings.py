@@ -44,7 +44,7 @@ def test_each_command_loads_with_one_validated_config(args: list[str], folder: P
     data.write_text("Obama B-PER\nleft O\n\n", encoding="utf-8")
     monkeypatch.setattr(seqrep.export, "load", _capture, raising=False)
     flags = ["--decoding", "greedy", "--batch-size", "3", "--device", "cpu",
-             "--precision", "fp32", "--runtime", "torch"]
+             "--precision", "fp32", "--runtime", "torch", "--context-overlap", "0.25"]
     argv = [a.format(run=folder, data=data) for a in args] + flags
     with pytest.raises(Loaded) as caught:
         from seqrep.cli.app import main
@@ -53,7 +53,7 @@ def test_each_command_loads_with_one_validated_config(args: list[str], folder: P
     path, settings = caught.value.args
     assert Path(path) == folder
     assert settings == InferenceConfig(runtime="torch", device="cpu", precision="fp32",
-                                       batch_size=3, decoding="greedy")
+                                       batch_size=3, decoding="greedy", context_overlap=0.25)
 
 
 def test_serve_builds_one_config_for_its_model(folder: Path, capsys, monkeypatch) -> None:
@@ -68,9 +68,9 @@ def test_serve_builds_one_config_for_its_model(folder: Path, capsys, monkeypatch
     monkeypatch.setattr(seqrep.serve.app, "create_app", create_app)
     with pytest.raises(Loaded):
         cli(capsys, "serve", str(folder), "--port", "0", "--device", "cpu", "--precision",
-            "fp32", "--runtime", "torch", "--threads", "1")
+            "fp32", "--runtime", "torch", "--threads", "1", "--context-overlap", "0")
     assert seen == [InferenceConfig(runtime="torch", device="cpu", precision="fp32",
-                                    threads=1)]
+                                    threads=1, context_overlap=0.0)]
 
 
 def test_predict_checks_each_name_once(folder: Path, capsys, monkeypatch) -> None:

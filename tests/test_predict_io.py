@@ -181,6 +181,9 @@ def test_resume_says_so_and_the_rate_counts_the_work(folder: Path, lab: Sequence
     code, _, err = _cli(capsys, "predict", folder, "--input", src, "--output", out,
                         "--decoding", "greedy")
     _refused(code, err, "another labeler", "--overwrite")
+    code, _, err = _cli(capsys, "predict", folder, "--input", src, "--output", out,
+                        "--context-overlap", "0.25")
+    _refused(code, err, "another labeler", "--overwrite")
     real = seqrep.predict.stream.label_items
 
     def slow(*a: object, **k: object) -> list:

@@ -127,6 +127,9 @@ class InferenceConfig(ConfigBase):
     threads: int | None = _f(None, "torch CPU threads (default: all cores; seqrep serve: all "
                                    "but one)")
     decoding: str | None = _f(None, "greedy or constrained (default: the run's)")
+    context_overlap: float | None = _f(None, "with document context: share of a window the "
+                                             "next one repeats, 0 to 0.75 (default: the "
+                                             "run's; less is faster)")
     trust_remote_code: bool = _f(False, "run code shipped with the model (never enabled by "
                                         "the run folder itself)")
 
@@ -134,6 +137,12 @@ class InferenceConfig(ConfigBase):
         check_types(self)
         for f in dataclasses.fields(self):
             self.check(f.name, getattr(self, f.name))
+
+    @property
+    def layout(self) -> dict[str, Any]:
+        """The labeler's layout settings this config overrides (``context_overlap``), for a
+        partial output's identity: empty when none is, as before the override existed."""
+        return {} if self.context_overlap is None else {"context_overlap": self.context_overlap}
 
     @staticmethod
     def check(name: str, value: Any, flag: str | None = None) -> Any:
@@ -161,6 +170,10 @@ class InferenceConfig(ConfigBase):
                 raise ConfigError(f"{flag} {value!r}; expected auto, cpu, cuda, cuda:N or mps")
         if name == "decoding" and value is not None:
             DECODINGS.check(value, flag)
+        if name == "context_overlap" and value is not None:
+            from seqrep.encode.document import check_overlap
+
+            check_overlap(value, f"{flag} ")
         return value
 
 

@@ -52,7 +52,7 @@ def _params() -> list:
                                                       help="rename dataset labels, OLD=NEW")),
         *(p(name, kind, inference_option(name)) for name, kind in (
             ("batch_size", int), ("trust_remote_code", bool), ("device", str),
-            ("precision", str), ("runtime", str))),
+            ("precision", str), ("runtime", str), ("context_overlap", float | None))),
         p("max_sentences", int | None, typer.Option(
             None, "--max-sentences", help="score only the first N sentences (a quick check)")),
         p("predictions", Path | None, typer.Option(

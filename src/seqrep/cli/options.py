@@ -39,7 +39,7 @@ PANELS: dict[str, str] = {
     **dict.fromkeys((  # what a model row holds and where words are read
         "repetitions", "exit_layer", "exit_layers", "exit_search_sentences", "unmask",
         "final_norm", "subtoken", "read", "separator", "bos", "max_subtokens", "context",
-        "context_tokens", "context_separator", "padding_side"), LAYERS),
+        "context_tokens", "context_overlap", "context_separator", "padding_side"), LAYERS),
     **dict.fromkeys((  # which sentences are read, and how files are parsed
         "dataset", "format", "train_split", "eval_split", "test_split", "max_train_sentences",
         "max_eval_sentences", "max_test_sentences", "subset_seed", "subset_unit", "train",

@@ -59,6 +59,7 @@ def predict(
     device: str = inference_option("device"),
     precision: str = inference_option("precision"),
     runtime: str = inference_option("runtime"),
+    context_overlap: float | None = inference_option("context_overlap"),
     revision: str | None = revision_option(),
     engine: str = typer.Option("local", "--engine",
                                help="local (this process, or torchrun's) or ray (Ray "
@@ -225,7 +226,8 @@ def _predict_to_file(run: Path, input: Path, output: Path, settings: InferenceCo
     # RANK: set by torchrun / accelerate launch; only their main process handles OUT.partial
     plan = prepare(input, output, run_identity(run, runtime=settings.runtime,
                                                precision=settings.precision,
-                                               decoding=settings.decoding, words=words),
+                                               decoding=settings.decoding, words=words,
+                                               **settings.layout),
                    overwrite, main=os.environ.get("RANK", "0") == "0")
     if engine[0] == "ray":  # each actor resolves the name itself: to the same commit
         _predict_with_ray(run if hub is None else Path(f"{hub[0]}@{hub[1]}"), input, output,

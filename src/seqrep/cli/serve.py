@@ -35,7 +35,8 @@ def _params() -> list:
         p("port", int, typer.Option(8080, "--port", help="port to listen on")),
         *config_params(ServeSettings, skip=("retry_after_s",)),
         *(p(name, kind, inference_option(name)) for name, kind in (
-            ("threads", int | None), ("runtime", str), ("device", str), ("precision", str))),
+            ("threads", int | None), ("runtime", str), ("device", str), ("precision", str),
+            ("context_overlap", float | None))),
         p("revision", str | None, revision_option()),
         p("ray", bool, typer.Option(False, "--ray", help="serve from Ray Serve replicas, "
                                                          "each with its own batcher")),

@@ -92,13 +92,12 @@ class Context:
 
 SENTENCE = Context("sentence", "each sentence alone")
 DOCUMENT = Context("document", "consecutive sentences of one document, in windows of "
-                               "--context-tokens; each word is read from the window where it "
-                               "has the most context; sentences without a document id stay "
-                               "alone", documents=True,
+                               "--context-tokens, each word read where it has the most "
+                               "context; a sentence without a document id stays alone",
+                   documents=True,
                    rows="seqrep.encode.document:document_rows")
-FOCUS = Context("document-focus", "as document, but the last copy holds only the words a "
-                                  "window reads, so rows are shorter where a document spans "
-                                  "several windows", documents=True,
+FOCUS = Context("document-focus", "as document, with only the words a window reads in "
+                                  "its last copy", documents=True,
                 rows="seqrep.encode.document:focus_rows")
 # None, as in records stored before the setting existed, is sentence
 CONTEXTS: Table[Context] = Table("context", (SENTENCE, DOCUMENT, FOCUS), default=SENTENCE.name)

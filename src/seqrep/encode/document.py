@@ -24,11 +24,13 @@ tokens: a window that reads half its words costs about 1.5 instead of 2 windows 
 Where a window reads all its words (a document that fits one window) and at r = 0 the two
 layouts are the same row. docs/results.md says which is more accurate, measured.
 
-Ownership. A document longer than ``limit`` is cut into windows overlapping by half the
-budget (:func:`~seqrep.encode.repeat.windows`, the rule long sentences follow): every word is
-read exactly once, from the window where its distance to the nearest cut edge is largest
-(the document's own ends are no cut edges), so each word sees at least about a quarter of the
-budget on each side where the document has it. A window may start or end inside a sentence;
+Ownership. A document longer than ``limit`` is cut into windows overlapping by a share of the
+budget, ``context_overlap`` (:func:`~seqrep.encode.repeat.windows`, the rule long sentences
+follow): every word is read exactly once, from the window where its distance to the nearest
+cut edge is largest (the document's own ends are no cut edges), so at the default half
+overlap each word sees at least about a quarter of the budget on each side where the
+document has it. Less overlap labels a document in fewer tokens, each word having less
+context near a window's edge. A window may start or end inside a sentence;
 such edge words are read from a neighbouring window. A sentence longer than the budget is
 therefore windowed like any long sentence.
 
@@ -46,12 +48,25 @@ from collections.abc import Callable, Hashable, Sequence
 from seqrep.encode.align import label_ids
 from seqrep.encode.repeat import RepeatSpec, Segment, build_segment, focus_segment, windows
 from seqrep.encode.rows import Item, RowEncoder, sentence_items
+from seqrep.errors import ConfigError
 
 # what lays out one window: build_segment, focus_segment or a layout's own
 SegmentBuilder = Callable[..., Segment]
 
-# share of the budget that consecutive windows of a document share
+# share of the budget that consecutive windows of a document share, by default
 OVERLAP = 0.5
+# the most a labeler may ask for: at 0.75 each window already reads only a quarter of itself
+MAX_OVERLAP = 0.75
+
+
+def check_overlap(value: float, said: str) -> float:
+    """``value`` if it is a window overlap a labeler may use (0 to :data:`MAX_OVERLAP`), else a
+    ConfigError that starts with ``said`` (``context_overlap=``, ``--context-overlap ``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0.0 <= value <= MAX_OVERLAP:
+        raise ConfigError(f"{said}{value}; expected 0 to {MAX_OVERLAP} (the share of a "
+                          f"window the next one repeats)")
+    return float(value)
 
 
 def documents(doc_ids: Sequence[Hashable | None]) -> list[list[int]]:
@@ -88,7 +103,7 @@ def chunk_spans(n: int, size: int, docs: Sequence[Hashable | None] | None
 def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpec, limit: int,
                     separator: Sequence[int] = (),
                     leads: Sequence[Sequence[int]] | None = None,
-                    segment: SegmentBuilder = build_segment
+                    segment: SegmentBuilder = build_segment, overlap: float = OVERLAP
                     ) -> list[tuple[Segment, tuple[tuple[int, int], ...]]]:
     """The rows of one document (see the module docstring).
 
@@ -102,6 +117,8 @@ def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpe
         segment: lays out one window (``word_ids, spec, words, owned, leads``):
             :func:`~seqrep.encode.repeat.build_segment`, or
             :func:`~seqrep.encode.repeat.focus_segment` for the focus layout.
+        overlap: share of ``limit`` that consecutive windows repeat (0 to
+            :data:`MAX_OVERLAP`).
 
     Returns:
         ``(segment, places)`` per row: ``places`` gives, for each word the row reads (in
@@ -129,7 +146,7 @@ def encode_document(word_ids: Sequence[Sequence[Sequence[int]]], spec: RepeatSpe
     if sum(lengths) <= limit:
         spans = [(0, len(flat), list(range(len(flat))))]
     else:
-        spans = windows(lengths, limit, int(limit * OVERLAP))
+        spans = windows(lengths, limit, int(limit * overlap))
     rows = []
     for s, e, owned in spans:
         if owned:
@@ -169,7 +186,8 @@ def _rows(encoder: RowEncoder, sentences: Sequence[Sequence[str]],
         ids, leads = zip(*(encoder.word_ids(sentences[i]) for i in group), strict=True)
         gold = None if tags is None else [label_ids(tags[i], encoder.label2id) for i in group]
         for seg, places in encode_document(ids, encoder.spec, encoder.context_tokens,
-                                           encoder.context_separator, leads, segment):
+                                           encoder.context_separator, leads, segment,
+                                           encoder.context_overlap):
             where = tuple((group[s], w) for s, w in places)
             labels = None if gold is None else tuple(gold[s][w] for s, w in places)
             out.append(Item(where[0][0], seg, labels, where))

@@ -45,6 +45,7 @@ class EncodeConfig(Protocol):
     max_subtokens: int
     context: str
     context_tokens: int
+    context_overlap: float
     context_separator: str
     padding_side: str
 
@@ -160,6 +161,7 @@ class Encoder:
         self.label2id = {t: i for i, t in enumerate(config.labels)}
         self.context = context_of(config.context)
         self.context_tokens = config.context_tokens
+        self.context_overlap = config.context_overlap
         # tokenized only when used: sentence context asks the tokenizer nothing new
         self.context_separator = tuple(context_separator_ids(tokenizer, config)
                                        if self.context.documents else ())

@@ -61,6 +61,7 @@ class RowEncoder(Protocol):
     spec: RepeatSpec
     label2id: dict[str, int]
     context_tokens: int
+    context_overlap: float
     context_separator: tuple[int, ...]
 
     def segments(self, words: Sequence[str]) -> list[Segment]: ...

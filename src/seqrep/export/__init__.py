@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 
 def load_labeler(path, runtime: str = "auto", trust_remote_code: bool = False,  # noqa: ANN001, ANN201
-                 device: str = "auto", precision: str = "auto", threads: int | None = None):
+                 device: str = "auto", precision: str = "auto", threads: int | None = None,
+                 context_overlap: float | None = None):
     """The labeler in ``path`` on the chosen runtime, for a program (the commands build one
     :class:`~seqrep.config.InferenceConfig` and call :func:`load`).
 
@@ -50,12 +51,15 @@ def load_labeler(path, runtime: str = "auto", trust_remote_code: bool = False,  
             ONNX runtime accepts only the CPU and fp32, or auto).
         threads: ONNX Runtime's intra-op threads (default: its own), or OpenVINO's
             (default: torch's thread count); torch keeps its setting.
+        context_overlap: with document context, the share of a window the next one
+            repeats (default: the labeler's own; less labels in fewer tokens).
     """
     from seqrep.config import InferenceConfig
 
     # checked once, by the config: a bad name reads as the command's (--runtime 'x'; ...)
     return load(path, InferenceConfig(runtime=runtime, trust_remote_code=trust_remote_code,
-                                      device=device, precision=precision, threads=threads))
+                                      device=device, precision=precision, threads=threads,
+                                      context_overlap=context_overlap))
 
 
 def load(path: str | Path, settings: InferenceConfig) -> Any:
@@ -66,4 +70,19 @@ def load(path: str | Path, settings: InferenceConfig) -> Any:
     from seqrep.core.runtimes import pick
     from seqrep.export.loaders import exported
 
-    return pick(settings.runtime, exported(path)).load(path, settings)
+    labeler = pick(settings.runtime, exported(path)).load(path, settings)
+    overlap = getattr(settings, "context_overlap", None)
+    return labeler if overlap is None else with_overlap(labeler, overlap)
+
+
+def with_overlap(labeler: Any, overlap: float) -> Any:
+    """``labeler`` reading documents in windows that repeat ``overlap`` of each other
+    (``--context-overlap``): its config and encoder say so, so a partial output's identity
+    and the labeler's card see it; returns the labeler. A sentence-level labeler is
+    unchanged in what it makes (its rows have no windows)."""
+    from seqrep.encode.document import check_overlap
+
+    overlap = check_overlap(overlap, "context_overlap=")
+    labeler.config = labeler.config.replace(context_overlap=overlap)
+    labeler.encoder.context_overlap = overlap
+    return labeler

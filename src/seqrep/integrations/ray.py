@@ -352,7 +352,7 @@ def predict_with_ray(run: str | Path, source: Path, output: Path, settings: Infe
     if plan is None:
         plan = prepare(source, output, run_identity(
             Path(run), runtime=settings.runtime, precision=settings.precision,
-            decoding=settings.decoding, words=words), overwrite)
+            decoding=settings.decoding, words=words, **settings.layout), overwrite)
     if actors < 1:
         raise ConfigError(f"--actors {actors}; expected 1 or more")
     start(address)

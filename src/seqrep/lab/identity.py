@@ -19,10 +19,12 @@ from typing import Any
 
 from seqrep.config import TRAIN_SAVED_BEFORE
 from seqrep.core.contexts import SENTENCE, context_of
+from seqrep.encode.document import OVERLAP
 
 # section -> field -> the value that means "as before this field existed"
 NEUTRAL: dict[str, dict[str, Any]] = {
-    "labeler": {"task": "auto", "frozen_layers": 0, "lora_targets": [], "context": SENTENCE.name},
+    "labeler": {"task": "auto", "frozen_layers": 0, "lora_targets": [], "context": SENTENCE.name,
+                "context_overlap": OVERLAP},
     "train": {"batch_tokens": None, "device": "auto", "precision": "auto",
               "gradient_checkpointing": False, "exit_search_sentences": 1000,
               "compile": False, "subset_unit": "sentence",
@@ -30,7 +32,7 @@ NEUTRAL: dict[str, dict[str, Any]] = {
 }
 # labeler fields that only document context reads: a sentence-level run is the same run
 # whatever they hold (and runs recorded before they existed hold none of them)
-DOCUMENT_ONLY = ("context_tokens", "context_separator")
+DOCUMENT_ONLY = ("context_tokens", "context_separator", "context_overlap")
 # train fields that only document context reads
 DOCUMENT_ONLY_TRAIN = ("batch_rows",)
 

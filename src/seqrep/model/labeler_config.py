@@ -17,6 +17,7 @@ from seqrep.core.configbase import ConfigBase, check_choice, check_types
 from seqrep.core.configbase import option as _f  # every field line uses it
 from seqrep.core.contexts import CONTEXTS, SENTENCE
 from seqrep.data.tasks import DECODINGS, TASKS
+from seqrep.encode.document import OVERLAP, check_overlap
 from seqrep.encode.repeat import COPY_READS, SUBTOKEN_READS
 from seqrep.errors import ConfigError
 from seqrep.model.exit_layer import EXIT_DEFAULT, parse_exit_layer
@@ -74,6 +75,7 @@ class LabelerConfig(ConfigBase):
     max_subtokens: int = _f(256, "subtokens per copy (longer sentences: in windows)")
     context: str = _f(SENTENCE.name, CONTEXTS.help("what a model row holds: "))
     context_tokens: int = _f(256, "with document context: subtokens per window")
+    context_overlap: float = _f(OVERLAP, "documents: window overlap, 0 to 0.75")
     context_separator: str = _f("\n", "with document context: text before each sentence but the "
                                       "first (none, bos or a string)")
     dropout: float = _f(0.1, "dropout before the linear head")
@@ -128,6 +130,7 @@ class LabelerConfig(ConfigBase):
         if not 1 <= self.context_tokens <= LIMITS["max_subtokens"][1]:
             raise ConfigError(f"context_tokens={self.context_tokens}; expected 1 to "
                               f"{LIMITS['max_subtokens'][1]}")
+        check_overlap(self.context_overlap, "context_overlap=")
         for name in ("dropout", "lora_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"{name}={getattr(self, name)}; expected 0 <= {name} < 1")

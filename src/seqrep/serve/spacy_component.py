@@ -52,18 +52,21 @@ class SeqrepComponent:
         labeler: an already loaded labeler instead of ``model`` (Python use only).
         runtime, precision: what runs the labeler, as ``--runtime`` and ``--precision``
             (``openvino`` for the fastest CPU labeling: see the CPU guide).
+        context_overlap: a document-context labeler's window overlap, as
+            ``--context-overlap`` (default: the labeler's own).
     """
 
     def __init__(self, nlp: Language, name: str, model: str | None,
                  decoding: str | None = None, batch_size: int = 32,
                  labeler: Labeler | None = None, runtime: str = "auto",
-                 precision: str = "auto") -> None:
+                 precision: str = "auto", context_overlap: float | None = None) -> None:
         if labeler is None:
             if not model:
                 raise ValueError('the seqrep component needs config={"model": RUN_DIR}')
             from seqrep.export import load_labeler
 
-            labeler = load_labeler(model, runtime=runtime, precision=precision).eval()
+            labeler = load_labeler(model, runtime=runtime, precision=precision,
+                                   context_overlap=context_overlap).eval()
         self.name, self.labeler = name, labeler
         self.decoding, self.batch_size = decoding, batch_size
 
@@ -98,10 +101,13 @@ class SeqrepComponent:
 
 
 @Language.factory("seqrep", default_config={"model": None, "decoding": None, "batch_size": 32,
-                                           "runtime": "auto", "precision": "auto"})
+                                           "runtime": "auto", "precision": "auto",
+                                           "context_overlap": None})
 def make_component(nlp: Language, name: str, model: str | None, decoding: str | None,
-                   batch_size: int, runtime: str, precision: str) -> SeqrepComponent:
+                   batch_size: int, runtime: str, precision: str,
+                   context_overlap: float | None) -> SeqrepComponent:
     """The ``seqrep`` factory: ``nlp.add_pipe("seqrep", config={"model": RUN_DIR})``
-    (``"runtime": "openvino"`` and ``"precision"`` as on the command line)."""
+    (``"runtime": "openvino"``, ``"precision"`` and ``"context_overlap"`` as on the command
+    line)."""
     return SeqrepComponent(nlp, name, model, decoding, batch_size, runtime=runtime,
-                           precision=precision)
+                           precision=precision, context_overlap=context_overlap)
