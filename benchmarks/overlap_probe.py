@@ -6,11 +6,11 @@ when its document windows overlap less (or are longer) at labeling time.
 
 RUN is the recipe's run folder (trained with ``context_tokens=256`` and
 ``context_overlap=0.5``). Each ``WINDOW:OVERLAP`` sets the window (subtokens a copy) and the
-share of it consecutive windows repeat (``--context-overlap``), then labels the whole CoNLL-2003 test split with
-its documents, on one labeler loaded once; F1 is strict IOB2 (seqeval's ``classification``
-scorer through ``seqrep.evaluate.metrics``, not the run's own numbers), tokens a word count
-every row's tokens (both copies) over the split's words, and words/s is the labeling time
-of the split (encode, forward, pool, decode) after one warm-up pass of the first layout.
+share of it consecutive windows repeat (``--context-overlap``), then labels the whole
+CoNLL-2003 test split with its documents, on one labeler loaded once; F1 is seqeval's strict
+IOB2 span F1 (not the run's own numbers), tokens a word count every row's tokens (both
+copies) over the split's words, and words/s is the labeling time of the split (encode,
+forward, pool, decode) after one warm-up pass of the first layout.
 The changed share compares each layout's tags with the first layout's. Rounds interleave
 the layouts (``--rounds``), the best time of each is kept.
 """
