@@ -22,6 +22,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("run", type=Path)
     p.add_argument("--sentences", type=int, default=300)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--variants", default="frozen,live,openvino",
+                   help="which compiled passes to time beside eager: frozen (weights as "
+                        "constants), live (weights as inputs), openvino")
     args = p.parse_args(argv)
 
     import torch
@@ -71,13 +74,32 @@ def main(argv: list[str] | None = None) -> None:
                             use_cache=False).last_hidden_state
 
     compiled = torch.compile(forward, dynamic=True)
+
+    def forward_copies(ids: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor,
+                       weights: dict[str, torch.Tensor]) -> torch.Tensor:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return torch.func.functional_call(backbone, weights, (), {
+                "input_ids": ids, "attention_mask": mask, "position_ids": positions,
+                "use_cache": False}).last_hidden_state
+
+    # weights as inputs, not constants: the labeler's own bf16 copies, read at every call
+    live = torch.compile(forward_copies, dynamic=True, options={"freezing": False})
+
+    def run_live(b):  # noqa: ANN001, ANN202
+        with lab.inference_weights.lock:
+            weights = lab.inference_weights.tensors(backbone, torch.bfloat16)
+        return live(b.input_ids, b.attention_mask, lab.model_positions(b.position_ids),
+                    weights)
     with torch.no_grad():
         measure("PyTorch bf16 autocast, eager", lambda b: lab.hidden(b)[0])
-        measure("torch.compile, bf16 autocast", lambda b: compiled(
-            b.input_ids, b.attention_mask, lab.model_positions(b.position_ids)))
+        if "live" in args.variants:
+            measure("torch.compile, weights as inputs (bf16 copies), bf16 autocast", run_live)
+        if "frozen" in args.variants:
+            measure("torch.compile, bf16 autocast", lambda b: compiled(
+                b.input_ids, b.attention_mask, lab.model_positions(b.position_ids)))
         import importlib.util
 
-        if importlib.util.find_spec("openvino") is not None:
+        if "openvino" in args.variants and importlib.util.find_spec("openvino") is not None:
             from seqrep.export.openvino import OpenVinoLabeler
 
             ov = load_labeler(OpenVinoLabeler, folder, False).place("cpu", "bf16", args.threads)

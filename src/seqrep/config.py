@@ -116,7 +116,7 @@ class InferenceConfig(ConfigBase):
     values come from the command line, or from a program that mirrors it.
     """
 
-    runtime: str = _f("auto", "torch, openvino, onnx, onnx-int8 or auto (onnx for a "
+    runtime: str = _f("auto", "torch, compile, openvino, onnx, onnx-int8 or auto (onnx for a "
                               "seqrep export folder)")
     device: str = _f("auto", "auto, cpu, cuda, cuda:N or mps")
     precision: str = _f("auto", "auto (bf16 where the device has it natively, else fp32), "

@@ -42,3 +42,19 @@ def test_a_measured_openvino_row_has_the_states_of_the_fp32_row(tiny) -> None:
     ov = _measure(model, 1, 3, words, 4, None, 2, "cut", None, precision="openvino-fp32")
     assert ov["precision"] == "openvino-fp32" and ov["tokens"] == fp32["tokens"]
     assert ov["checksum"] == pytest.approx(fp32["checksum"], rel=1e-5)
+
+
+def test_compiled_rows_are_timed_for_the_encoders_too_and_keep_the_states(tiny) -> None:
+    cfg = BenchConfig(model="m", repetitions=(1,), exit_layers=(3,), encoder="e",
+                      precisions=("compile-bf16",), baseline=False, context=("sentence",))
+    assert bench_jobs(cfg) == [("m", 1, 3, "cut", "compile-bf16", "sentence", "none", None),
+                               ("e", 0, None, "encoder", "fp32", "sentence", "none", None),
+                               ("e", 0, None, "encoder", "compile-bf16", "sentence", "none",
+                                None)]
+    assert _ceiling_precision("compile-bf16") == "bf16"
+    model = tiny("llama")
+    words = WORDS * 3
+    fp32 = _measure(model, 1, 3, words, 4, None, 2, "cut", None)
+    fused = _measure(model, 1, 3, words, 4, None, 2, "cut", None, precision="compile-fp32")
+    assert fused["precision"] == "compile-fp32" and fused["tokens"] == fp32["tokens"]
+    assert fused["checksum"] == pytest.approx(fp32["checksum"], rel=1e-5)

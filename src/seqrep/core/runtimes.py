@@ -84,6 +84,9 @@ RUNTIMES: Table[Runtime] = Table("runtime", (
     Runtime("openvino", "OpenVINO", "seqrep.export.loaders:openvino_labeler",
             help="a run or labeler folder's backbone converted to OpenVINO (CPU; the "
                  "openvino extra)"),
+    Runtime("compile", "torch.compile", "seqrep.export.loaders:compiled_labeler",
+            help="the PyTorch labeler with its forward pass compiled by inductor (about a "
+                 "minute at the first pass of a process; kernels cached)"),
     Runtime("onnx", "ONNX Runtime", "seqrep.export.loaders:onnx_labeler", onnx=True,
             help="a seqrep export folder's graph on ONNX Runtime"),
     Runtime("onnx-int8", "ONNX Runtime", "seqrep.export.loaders:onnx_labeler", onnx=True,

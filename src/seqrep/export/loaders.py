@@ -50,6 +50,20 @@ def openvino_labeler(runtime: Runtime, path: Path, settings: LoadSettings) -> An
     return labeler.place(settings.device, settings.precision, settings.threads).compile()
 
 
+def compiled_labeler(runtime: Runtime, path: Path, settings: LoadSettings) -> Any:
+    """A run or labeler folder as a :class:`~seqrep.export.compiled.CompiledLabeler`, its
+    pass compiled and checked before it returns (a failure is one line here, not at the
+    first text)."""
+    if exported(path):
+        raise ConfigError(f"{path} is an ONNX export; --runtime compile reads a run or "
+                          f"labeler folder (use --runtime onnx for an export)")
+    from seqrep.export.compiled import CompiledLabeler
+    from seqrep.model.io import load_labeler
+
+    labeler = load_labeler(CompiledLabeler, path, settings.trust_remote_code)
+    return labeler.place(settings.device, settings.precision).eval().compile()
+
+
 def onnx_labeler(runtime: Runtime, path: Path, settings: LoadSettings) -> Any:
     """An export folder's graph (the runtime's ``variant``: fp32 or int8) as an
     :class:`~seqrep.export.runtime.OnnxLabeler`; ``settings.threads`` are ONNX Runtime's

@@ -27,9 +27,9 @@ from typing import Any
 from seqrep.config import InferenceConfig, LabelerConfig
 from seqrep.core.contexts import CONTEXTS, SENTENCE, context_of
 from seqrep.lab.bench_rows import (
+    LABELER_ROWS,
     OPENVINO,
     PRECISIONS,
-    TORCH_PRECISIONS,
     _ceiling_precision,
     _export,
     _measure,
@@ -79,9 +79,8 @@ class BenchConfig:
                               "layer L")
     threads: int | None = _f(InferenceConfig.threads, "torch threads (default: all cores)")
     precisions: tuple[str, ...] = _f(("fp32",), (
-        f"comma list of how the cut model runs, each measured: {', '.join(PRECISIONS)} "
-        f"({' and '.join(TORCH_PRECISIONS)} in PyTorch, openvino-* on OpenVINO, the others "
-        f"in ONNX Runtime)"))
+        f"comma list, each measured: {', '.join(PRECISIONS)} (openvino-*: OpenVINO, "
+        f"compile-*: torch.compile, onnx*: ONNX Runtime)"))
     device: str = _f(InferenceConfig.device, (
         "auto, cpu, cuda, cuda:N or mps (auto: the CPU when an ONNX row is asked)"))
     unmask: tuple[str, ...] = _f(("none",), (
@@ -222,7 +221,7 @@ def bench_jobs(cfg: BenchConfig) -> list[Job]:
     jobs += [(name.strip(), 0, None, "encoder", p, c, "none", w)
              for name in (cfg.encoder or "").split(",") if name.strip()
              for p in dict.fromkeys(("fp32", *(p for p in cfg.precisions
-                                               if _onnx(p) or p in OPENVINO)))
+                                               if _onnx(p) or p in LABELER_ROWS)))
              for c in cfg.context
              if _timed(p, c) for w in windows(c)]
     return jobs

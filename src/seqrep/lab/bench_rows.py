@@ -24,7 +24,12 @@ if TYPE_CHECKING:  # torch is imported where a row runs: `seqrep --help` builds 
 TORCH_PRECISIONS = ("fp32", "bf16")
 # the backbone on OpenVINO (seqrep.export.openvino), its graph in f32 or with bf16 products
 OPENVINO = {"openvino-fp32": "fp32", "openvino-bf16": "bf16"}
-PRECISIONS = (*TORCH_PRECISIONS, *OPENVINO, *(r.name for r in RUNTIMES.values() if r.onnx))
+# the forward pass compiled by torch.compile (seqrep.export.compiled), at a torch precision
+COMPILED = {"compile-fp32": "fp32", "compile-bf16": "bf16"}
+# the rows a labeler class of its own runs, and the precision of their products
+LABELER_ROWS = {**OPENVINO, **COMPILED}
+PRECISIONS = (*TORCH_PRECISIONS, *LABELER_ROWS,
+              *(r.name for r in RUNTIMES.values() if r.onnx))
 
 
 def _dtypes() -> dict[str, torch.dtype]:
@@ -50,8 +55,8 @@ def _onnx(setting: str) -> Runtime | None:
 
 def _ceiling_precision(precision: str) -> str:
     """The matmul ceiling a row is measured against: ONNX Runtime rows against fp32's, an
-    OpenVINO row against that of its products' precision."""
-    return "fp32" if _onnx(precision) else OPENVINO.get(precision, precision)
+    OpenVINO or compiled row against that of its products' precision."""
+    return "fp32" if _onnx(precision) else LABELER_ROWS.get(precision, precision)
 
 
 def matmul_gflops(m: int, k: int, n: int, repeats: int = 20, precision: str = "fp32",
@@ -118,6 +123,8 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
     kind = SequenceLabeler
     if precision in OPENVINO:
         from seqrep.export.openvino import OpenVinoLabeler as kind
+    elif precision in COMPILED:
+        from seqrep.export.compiled import CompiledLabeler as kind
     lab = kind.from_model(model, labels=["O"], repetitions=repetitions, exit_layer=cut,
                           finetune=FROZEN, context=context,
                           unmask=unmask if mode == "cut" else "none", **window).eval()
@@ -147,6 +154,8 @@ def _measure(model: str, repetitions: int, exit_layer: int | None, words: list[l
         return _authors_way(lab, batch_words, bs, batch_tokens, exit_layer, ids)
 
     run(words[:batch_size], batch_size, docs[:batch_size] if docs else None)  # warm-up
+    run(words[:1], 1)  # and one row alone, as the latency passes run (a compiled pass
+    # makes a graph for it)
     times = []
     for _ in range(max(1, repeats)):  # the fastest pass: least disturbed by other load
         start = time.perf_counter()
