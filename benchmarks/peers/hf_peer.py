@@ -115,8 +115,8 @@ def predict(args: argparse.Namespace) -> None:
     logits = _forward(model, args.precision, args.model, args.threads)
     order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]["words"]))
     predicted: list[list[str]] = [[] for _ in sentences]
-    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if args.precision == "bf16"
-                else contextlib.nullcontext())
+    autocast = (torch.autocast("cpu", dtype=torch.bfloat16)
+                if args.precision in ("bf16", "compile") else contextlib.nullcontext())
     start = time.perf_counter()
     with torch.inference_mode(), autocast:
         for at in range(0, len(order), args.batch_size):
@@ -158,6 +158,8 @@ def _forward(model: Any, precision: str, out: Path, threads: int) -> Any:
         return lambda enc: quantized(**enc).logits
     if precision == "openvino":
         return _openvino(model, threads)
+    if precision == "compile":
+        return _compiled(model)
     if precision != "onnx":
         return lambda enc: model(**enc).logits
     import onnxruntime as ort
@@ -179,6 +181,20 @@ def _forward(model: Any, precision: str, out: Path, threads: int) -> Any:
     return lambda enc: torch.from_numpy(session.run(["logits"], {
         "input_ids": enc["input_ids"].numpy(),
         "attention_mask": enc["attention_mask"].numpy()})[0])
+
+
+def _compiled(model: Any) -> Any:
+    """``batch -> logits`` through ``torch.compile`` (inductor, dynamic shapes) under the
+    caller's bf16 autocast, as a transformers user gets it with ``torch.compile(model)``;
+    compiled here on two warm-up batches in the labeling's own modes, outside the timing."""
+    import torch
+
+    compiled = torch.compile(model, dynamic=True)
+    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+        for length in (8, 16):
+            ids = torch.ones((2, length), dtype=torch.long)
+            compiled(input_ids=ids, attention_mask=torch.ones_like(ids))
+    return lambda enc: compiled(**enc).logits
 
 
 def _openvino(model: Any, threads: int) -> Any:
@@ -218,7 +234,8 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--seed", type=int, default=0)
     r = common.predict_parser(sub, batch_size=32)
-    r.add_argument("--precision", choices=("fp32", "bf16", "int8", "onnx", "openvino"),
+    r.add_argument("--precision", choices=("fp32", "bf16", "int8", "onnx", "openvino",
+                                           "compile"),
                    default="fp32")
     args = p.parse_args(argv)
     if args.command == "train":

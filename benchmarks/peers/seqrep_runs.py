@@ -29,41 +29,54 @@ from peers.entries import STAND_IN, Entry  # noqa: E402
 ONNX_RUNTIMES = ("onnx", "onnx-int8")  # an fp32 graph; its int8 recipe (seqrep export --int8)
 # a run's backbone on OpenVINO: its f32 graph, or bf16 products (--runtime openvino)
 OPENVINO = {"openvino-fp32": "fp32", "openvino-bf16": "bf16"}
+# its forward pass compiled by torch.compile (--runtime compile)
+COMPILED = {"compile-fp32": "fp32", "compile-bf16": "bf16"}
 TEST_AT = "test_at.json"
 STAND_IN_SENTENCES = 16
 
 
-def parse_spec(spec: str) -> tuple[str, Path, str, str]:
-    """``NAME=RUN[:PRECISION[:RUNTIME]]`` as (name, run, precision, runtime).
+def parse_spec(spec: str) -> tuple[str, Path, str, str, str | None]:
+    """``NAME=RUN[:PRECISION[:RUNTIME[:OVERLAP]]]`` as (name, run, precision, runtime,
+    overlap): OVERLAP is the document windows' overlap the labeling uses
+    (``--context-overlap``; default the run's own).
 
     Raises:
-        HarnessError: no ``=``, an empty part, or an ONNX runtime with a precision other
-            than fp32 (its graph is fp32; onnx-int8 quantizes it).
+        HarnessError: no ``=``, an empty part, an ONNX runtime with a precision other
+            than fp32 (its graph is fp32; onnx-int8 quantizes it), or an overlap that is
+            no number.
     """
     name, sep, rest = spec.partition("=")
     if not sep or not name or not rest:
-        raise common.HarnessError(f"--seqrep {spec!r}: expected NAME=RUN[:PRECISION[:RUNTIME]]")
-    run, precision, runtime = (rest.split(":") + ["", ""])[:3]
+        raise common.HarnessError(f"--seqrep {spec!r}: expected "
+                                  "NAME=RUN[:PRECISION[:RUNTIME[:OVERLAP]]]")
+    run, precision, runtime, overlap = (rest.split(":") + ["", "", ""])[:4]
+    try:
+        float(overlap or 0)
+    except ValueError:
+        raise common.HarnessError(f"--seqrep {name}: overlap {overlap!r}; expected a number "
+                                  "(the share of a document window the next one repeats)"
+                                  ) from None
     precision, runtime = precision or "auto", runtime or "torch"
     if runtime in ONNX_RUNTIMES:
         if precision not in ("auto", "fp32"):
             raise common.HarnessError(f"--seqrep {name}: {runtime} runs an fp32 graph; expected "
                                       f"no precision or fp32, not {precision}")
         precision = "fp32"
-    return name, Path(run), precision, runtime
+    return name, Path(run), precision, runtime, overlap or None
 
 
 def label_of(precision: str, runtime: str) -> str:
     """The table's precision cell: the runtime's name for ONNX, ``openvino-PRECISION`` for
-    OpenVINO, else the precision."""
-    if runtime == "openvino":
-        return f"openvino-{precision}"
+    OpenVINO, ``compile-PRECISION`` for torch.compile, else the precision."""
+    if runtime in ("openvino", "compile"):
+        return f"{runtime}-{precision}"
     return runtime if runtime in ONNX_RUNTIMES else precision
 
 
 def seqrep_entries(spec: str, work: Path, threads: int, stand_ins: str = "none"
                    ) -> list[Entry]:
-    """``NAME=RUN[:PRECISION[:RUNTIME]]``: a seqrep run labeling CoNLL-2003's test split.
+    """``NAME=RUN[:PRECISION[:RUNTIME[:OVERLAP]]]``: a seqrep run labeling CoNLL-2003's test
+    split.
     RUN is a trained run folder (its model in RUN/best), a ``seqrep export`` folder, or,
     with ``stand_ins``, the records of a run (run.json, metrics.json, as results/ keeps them)
     whose stand-in is timed. An ONNX runtime labels an export of the model (made once, in
@@ -73,7 +86,7 @@ def seqrep_entries(spec: str, work: Path, threads: int, stand_ins: str = "none"
         HarnessError: a malformed spec, a run folder that does not exist, one with no model
             when no stand-in is asked for, or an export that failed.
     """
-    name, run, precision, runtime = parse_spec(spec)
+    name, run, precision, runtime, overlap = parse_spec(spec)
     if not run.is_dir():
         raise common.HarnessError(f"--seqrep {name}: run folder {run} does not exist")
     exported = (run / "seqrep-onnx.json").is_file()
@@ -94,7 +107,9 @@ def seqrep_entries(spec: str, work: Path, threads: int, stand_ins: str = "none"
         out = work / "speed" / f"{entry_name}.conll"
         cmd = [sys.executable, "-m", "seqrep", "evaluate", str(model), "--dataset",
                "conll2003", "--split", "test", "--predictions", str(out), "--precision",
-               precision, "--runtime", runtime, "--json", "--quiet", "--overwrite"]
+               precision, "--runtime", runtime,
+               *(["--context-overlap", overlap] if overlap else []),
+               "--json", "--quiet", "--overwrite"]
         entries.append(Entry(entry_name, cmd, out, None, label, threads,
                              stdout_json=True, train=seqrep_training(run),
                              system=name, stand_in=stand_in,
@@ -237,20 +252,22 @@ def at_runtimes(run: Path, records: Path, runtimes: list[str], work: Path,
         raise common.HarnessError(f"{run}: no trained model (best/config.json)")
     if not records.is_dir():
         raise common.HarnessError(f"--records {records}: not a folder")
-    known = (*ONNX_RUNTIMES, *OPENVINO, "fp32", "bf16")
+    known = (*ONNX_RUNTIMES, *OPENVINO, *COMPILED, "fp32", "bf16")
     for r in runtimes:
-        if r not in known:
+        if r.partition("@")[0] not in known:
             raise common.HarnessError(f"--runtimes: unknown {r!r}; expected some of "
-                                      f"{', '.join(known)}")
+                                      f"{', '.join(known)}, each with @OVERLAP or not")
     path = records / TEST_AT
     (work / "logs").mkdir(parents=True, exist_ok=True)
     written = common.read_json(path, "a run's test F1s", dict) if path.is_file() else {}
     cpu = common.cpu_flags()
     for r in runtimes:
-        onnx = r in ONNX_RUNTIMES
-        precision, runtime = ("fp32", r) if onnx else (OPENVINO[r], "openvino") \
-            if r in OPENVINO else (r, "torch")
-        spec = f"{run.name}={run}:{precision}:{runtime}"
+        name, _, overlap = r.partition("@")  # RUNTIME@OVERLAP: --context-overlap OVERLAP
+        precision, runtime = (("fp32", name) if name in ONNX_RUNTIMES
+                              else (OPENVINO[name], "openvino") if name in OPENVINO
+                              else (COMPILED[name], "compile") if name in COMPILED
+                              else (name, "torch"))
+        spec = f"{run.name}={run}:{precision}:{runtime}:{overlap}"
         (entry,) = seqrep_entries(spec, work, threads)
         timed = time_once(entry, work / "logs" / f"at-{run.name}-{r}.log")
         try:

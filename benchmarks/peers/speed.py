@@ -3,7 +3,7 @@ interleaved (round 1: each system once, round 2: each again ...), repeated; the 
 rounds is kept, with each system's F1 at that precision, peak memory and the CPU's flags.
 
     PEERS_VENVS=DIR python benchmarks/peers/speed.py [--systems ...] [--repeats 3]
-        [--threads 2] [--input FILE] [--seqrep NAME=RUN[:PRECISION[:RUNTIME]] ...]
+        [--threads 2] [--input FILE] [--seqrep NAME=RUN[:PRECISION[:RUNTIME[:OVERLAP]]] ...]
         [--stand-ins none|missing|also] [--out results/peers-speed.json]
 
 Each labeling is a fresh process (``predict`` of the peer's script, or ``seqrep evaluate``
@@ -258,7 +258,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--work", type=Path, default=None, help="run.py's work folder")
     p.add_argument("--input", type=Path, default=None, help="default: WORK/data/test.jsonl")
     p.add_argument("--seqrep", action="append", default=[],
-                   help="NAME=RUN[:PRECISION[:RUNTIME]], a seqrep run folder to time too")
+                   help="NAME=RUN[:PRECISION[:RUNTIME[:OVERLAP]]], a seqrep run folder to "
+                        "time too (OVERLAP: --context-overlap)")
     p.add_argument("--out", type=Path, default=REPO / "results" / "peers-speed.json")
     p.add_argument("--results", type=Path, default=REPO / "results",
                    help="the systems' records (a stand-in's F1 is its record's)")

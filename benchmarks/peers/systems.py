@@ -80,7 +80,7 @@ SYSTEMS: dict[str, System] = {s.name: s for s in (
            "flair 0.15 SequenceTagger + CRF, fine-tuned all-mpnet-base-v2, FLERT context"),
     System("hf-trainer", "hf", "hf_peer.py", ("--epochs", "1.7"),
            "transformers 5.23 AutoModelForTokenClassification + Trainer, all-mpnet-base-v2",
-           offers=("bf16", "int8", "onnx", "openvino")),
+           offers=("bf16", "int8", "onnx", "openvino", "compile")),
 )}
 
 

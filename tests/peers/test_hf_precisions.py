@@ -74,3 +74,16 @@ def test_openvino_matches_torch_on_padded_rows_of_any_shape(tiny: tuple, tmp_pat
         keep = batch["attention_mask"].bool()
         diff = (run(batch) - want)[keep].abs().max().item()
         assert diff < 0.05 * want.abs().max().item()
+
+
+def test_compile_matches_torch_under_bf16_autocast(tiny: tuple, tmp_path: Path) -> None:
+    """torch.compile under the labeling's bf16 autocast: near the fp32 logits on the real
+    tokens, at a shape its warm-up did not see."""
+    model, enc = tiny
+    run = hf_peer._forward(model, "compile", tmp_path, 1)
+    with torch.inference_mode():
+        want = model(**enc).logits
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            got = run(enc)
+    keep = enc["attention_mask"].bool()
+    assert (got.float() - want)[keep].abs().max().item() < 0.05 * want.abs().max().item()

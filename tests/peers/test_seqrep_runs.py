@@ -36,6 +36,16 @@ def test_seqrep_spec(tmp_path: Path) -> None:
     (trained,) = seqrep_runs.seqrep_entries(f"g={run}", tmp_path, 2)
     assert trained.train == {"seconds": 2880.5, "steps": 2651, "epochs": 3,
                              "sentences": 14041, "run": str(run)}
+    # a fourth part: the window overlap the labeling uses (--context-overlap)
+    (lean,) = seqrep_runs.seqrep_entries(f"lean={run}:bf16:openvino:0.125", tmp_path, 2)
+    assert lean.command[-9:] == ["--precision", "bf16", "--runtime", "openvino",
+                                 "--context-overlap", "0.125", "--json", "--quiet",
+                                 "--overwrite"]
+    assert lean.precision == "openvino-bf16"
+    (fused,) = seqrep_runs.seqrep_entries(f"fused={run}:bf16:compile", tmp_path, 2)
+    assert fused.precision == "compile-bf16" and "compile" in fused.command
+    with pytest.raises(HarnessError, match="overlap 'half'"):
+        seqrep_runs.seqrep_entries(f"x={run}:bf16:torch:half", tmp_path, 2)
     with pytest.raises(HarnessError, match="expected NAME=RUN"):
         seqrep_runs.seqrep_entries("just-a-name", tmp_path, 2)
     with pytest.raises(HarnessError, match="does not exist"):
@@ -182,6 +192,12 @@ def test_at_runtimes_scores_each_labeling(tmp_path: Path, monkeypatch) -> None:
     for r in ("onnx", "onnx-int8"):
         assert round(saved[r]["f1"], 2) == 66.67 and saved[r]["precision"] == 100.0
         assert saved[r]["label_s"] == 1.5 and r in saved[r]["command"]
+    # a runtime at another window overlap: its own row, the overlap on its command
+    got = seqrep_runs.at_runtimes(run, records, ["compile-bf16@0.125"], tmp_path / "w", 2)
+    row = got["compile-bf16@0.125"]
+    assert row["command"][-9:-3] == ["--precision", "bf16", "--runtime", "compile",
+                                     "--context-overlap", "0.125"]
+    assert "onnx" in got  # kept
     with pytest.raises(HarnessError, match="unknown 'fp16'"):
         seqrep_runs.at_runtimes(run, records, ["fp16"], tmp_path / "w", 2)
     with pytest.raises(HarnessError, match="no trained model"):
