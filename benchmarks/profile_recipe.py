@@ -2,16 +2,17 @@
 of its forward pass, and the forward pass's share of the matrix-multiply ceiling.
 
     python benchmarks/profile_recipe.py RUN --runtime torch --precision bf16 \\
-        [--sentences 1000] [--threads 2] --out results/NAME.json
+        [--context-overlap X] [--sentences 1000] [--threads 2] --out results/NAME.json
 
 RUN is a run or labeler folder (the recipe's: runs/recipe-focus-bf16-e2). Stages, timed one
 after another on the first ``--sentences`` sentences of CoNLL-2003's test split, documents
 kept: reading the split; encoding (rows, plan and padded batches); the backbone's forward
 pass; pooling the read states and the head; decoding (the run's decoding); writing the
 ``word gold predicted`` lines. Operators: torch's profiler over the forward passes (torch
-runtime), or OpenVINO's per-node counters (openvino runtime), summed by operator type. The
-ceilings are the fastest ``x @ w.T`` of the backbone's own Linear shapes in fp32 and bf16
-at the batch's token count. The record holds the CPU's flags and the command.
+and compile runtimes), or OpenVINO's per-node counters (openvino runtime), summed by
+operator type. The ceilings are the fastest ``x @ w.T`` of the backbone's own Linear
+shapes in fp32 and bf16 at the batch's token count. The record holds the CPU's flags and
+the command.
 """
 
 from __future__ import annotations
@@ -65,7 +66,9 @@ def _torch_operators(labeler: Any, batches: list[Any]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("run", type=Path)
-    p.add_argument("--runtime", default="torch", choices=("torch", "openvino"))
+    p.add_argument("--runtime", default="torch", choices=("torch", "openvino", "compile"))
+    p.add_argument("--context-overlap", type=float, default=None,
+                   help="the document windows' overlap (default: the run's)")
     p.add_argument("--precision", default="bf16", choices=("fp32", "bf16"))
     p.add_argument("--sentences", type=int, default=1000)
     p.add_argument("--threads", type=int, default=2)
@@ -84,6 +87,10 @@ def main(argv: list[str] | None = None) -> None:
 
     labeler = RUNTIMES[args.runtime].load(args.run, Settings(
         precision=args.precision, device="cpu", threads=args.threads)).eval()
+    if args.context_overlap is not None:
+        from seqrep.export import with_overlap
+
+        with_overlap(labeler, args.context_overlap)
     times: dict[str, float] = {}
     t = time.perf_counter()
     sentences = load_corpus("conll2003", "test").sentences[: args.sentences]
@@ -125,6 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     ceiling = ceilings[args.precision]["gflops"]
     record = {
         "run": str(args.run), "runtime": args.runtime, "precision": args.precision,
+        "context_overlap": labeler.config.context_overlap,
         "threads": args.threads, "sentences": len(words), "words": n_words,
         "batches": len(batches), "tokens": sum(lengths), "padded_tokens": padded,
         "tokens_per_word": round(sum(lengths) / n_words, 3),

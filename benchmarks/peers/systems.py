@@ -48,10 +48,11 @@ class System:
 
     def precisions(self, flags: dict[str, bool]) -> list[str]:
         """The precisions this system labels at on a CPU with these flags: fp32 always, and
-        each one it offers, bf16 autocast only where the CPU has native bf16 (avx512_bf16 or
-        amx_bf16; emulated bf16 is several times slower than fp32, so nobody would pick it)."""
+        each one it offers, bf16 autocast (and torch.compile, which runs under it) only where
+        the CPU has native bf16 (avx512_bf16 or amx_bf16; emulated bf16 is several times
+        slower than fp32, so nobody would pick it)."""
         native = bool(flags.get("avx512_bf16") or flags.get("amx_bf16"))
-        return ["fp32"] + [p for p in self.offers if p != "bf16" or native]
+        return ["fp32"] + [p for p in self.offers if p not in ("bf16", "compile") or native]
 
     def precision_args(self, precision: str) -> list[str]:
         """The predict options that select ``precision`` (none for a system with one)."""

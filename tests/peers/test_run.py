@@ -219,6 +219,9 @@ def test_precisions_offered_where_they_run() -> None:
     assert peer.precisions({"avx512_bf16": False, "amx_bf16": False}) == ["fp32", "int8", "onnx"]
     assert peer.precisions({"amx_bf16": True}) == ["fp32", "bf16", "int8", "onnx"]
     assert peer.precision_args("int8") == ["--precision", "int8"]
+    fused = System("c", "hf", "x.py", (), "d", offers=("bf16", "compile"))  # runs in bf16
+    assert fused.precisions({"avx512_bf16": False}) == ["fp32"]
+    assert fused.precisions({"avx512_bf16": True}) == ["fp32", "bf16", "compile"]
     plain = System("q", "spacy", "x.py", (), "d")
     assert plain.precisions({"avx512_bf16": True}) == ["fp32"]
     assert plain.precision_args("fp32") == []
