@@ -92,11 +92,29 @@ def test_a_refused_download_is_one_line_and_writes_nothing(online, case, tmp_pat
     assert not out.exists() and tree(online) == {}
 
 
+def _no_other_hub_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Hub file reads that bypass seqrep's one download (transformers' own config fetch):
+    recorded, and refused at once as an unreachable Hub would be after its retries."""
+    import huggingface_hub.file_download as file_download
+
+    reads: list[str] = []
+
+    def metadata(url, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        reads.append(str(url))
+        raise OSError("the Hub is out of reach")
+
+    monkeypatch.setattr(file_download, "get_hf_file_metadata", metadata)
+    return reads
+
+
 @pytest.mark.parametrize("case", ["private", "missing", "revision"])
 def test_a_refused_teacher_or_base_model_is_one_line(online, case, tiny, tmp_path,
                                                      monkeypatch) -> None:
-    """distill's Hub teacher and a Hub base model meet the same refusals."""
+    """distill's Hub teacher and a Hub base model meet the same refusals, and nothing reads
+    the Hub around seqrep's one download (a config fetched by transformers itself waited
+    for its retries, about 20 s, on a Hub out of reach)."""
     _refuse_downloads(monkeypatch, _refusals()[case])
+    reads = _no_other_hub_reads(monkeypatch)
     train = write_corpus(tmp_path / "train.txt", 4)
     out = tmp_path / "student"
     one_line(seqrep("distill", "acme/secret", "--student", tiny("qwen2"), "--dataset",
@@ -107,6 +125,7 @@ def test_a_refused_teacher_or_base_model_is_one_line(online, case, tiny, tmp_pat
                     str(train), "--test-split", "", "--max-steps", "1", "-o", str(out)),
              "acme/secret", SAYS[case])
     assert not out.exists() and tree(online) == {}
+    assert reads == []
 
 
 @pytest.mark.parametrize("call,case", [("create_repo", "forbidden"),

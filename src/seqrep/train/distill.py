@@ -130,8 +130,15 @@ def check_student(config: LabelerConfig) -> Any:
     from seqrep.errors import ModelError
     from seqrep.model.backbone import quiet_transformers, resolve_source
     from seqrep.model.checks import check_files
+    from seqrep.model.hub import base_snapshot
+    from seqrep.model.packaged import PACKAGED
 
     source = resolve_source(config.model)
+    # a Hub id is read from its snapshot, downloaded (or refused) through seqrep's one
+    # download, as the loader reads it: never by transformers' own fetch of the config
+    hub = None if config.model in PACKAGED else base_snapshot(source)
+    if hub is not None:
+        source = str(hub[0])
     check_files(Path(source), within=Path("/"))  # a base model, as load_backbone's
     try:
         from transformers import AutoConfig

@@ -148,10 +148,12 @@ def check_exit_layer(config: LabelerConfig) -> LabelerConfig:
 
 def model_depth(name: str, trust_remote_code: bool = False) -> tuple[int, bool] | None:
     """The layer count a model's config gives, and whether it is an encoder, read without
-    its weights: a local folder's (checked as the loader checks it first), a packaged
-    model's once installed, a hub model's config alone. None where reading it would cost
-    what loading does (a packaged GGUF not converted yet) or fails: the loader then says
-    why."""
+    its weights: a local folder's (checked as the loader checks it first) or a packaged
+    model's once installed. None where reading it would cost what loading does (a packaged
+    GGUF not converted yet), where the model is a Hub id (only seqrep's one download reads
+    the Hub, through its checks, when the model loads; transformers' own fetch of the
+    config bypassed both and waited out its retries on a Hub out of reach), or where it
+    fails: the loader then says why."""
     from seqrep.model.backbone import quiet_transformers
     from seqrep.model.checks import check_files
     from seqrep.model.packaged import PACKAGED, cached_path, package_dir
@@ -164,6 +166,8 @@ def model_depth(name: str, trust_remote_code: bool = False) -> tuple[int, bool] 
         if source is None or not (source / "config.json").is_file():
             return None
         name = str(source)
+    elif not (Path(name).exists() or Path(name).is_symlink()):
+        return None  # a Hub id (or nothing at all): the loader downloads or refuses it
     check_files(Path(name), within=Path("/"))  # no link to /dev/zero for a config.json
     try:
         from transformers import AutoConfig
