@@ -382,7 +382,8 @@ def test_bench_runs_onnx_runtime_beside_pytorch(tiny, tmp_path) -> None:
     md = bench_markdown({"config": {}, "rows": rows, "precision_speedups": [onnx, int8]})
     assert f"| {model} | cut | onnx-int8 | 1 | 3 |" in md and "| onnx | 1 | 3 |" in md
     with pytest.raises(ConfigError, match="expected a comma list of fp32, bf16, "
-                                          "openvino-fp32, openvino-bf16, onnx"):
+                                          "openvino-fp32, openvino-bf16, compile-fp32, "
+                                          "compile-bf16, onnx"):
         BenchConfig(precisions=("fp16",))
 
 

@@ -189,7 +189,7 @@ def test_a_bad_runtime_lists_the_runtimes_on_both_routes(capsys) -> None:
     from seqrep.core.runtimes import runtime
     from seqrep.errors import ConfigError
 
-    says = "--runtime 'tpu'; expected one of auto, torch, openvino, onnx, onnx-int8"
+    says = "--runtime 'tpu'; expected one of auto, torch, openvino, compile, onnx, onnx-int8"
     code, _, err = cli(capsys, "predict", "run", "x", "--runtime", "tpu")
     assert code == 2 and err.strip().endswith(says), err
     with pytest.raises(ConfigError) as caught:
@@ -204,4 +204,4 @@ def test_a_bad_runtime_names_the_flag_it_was_read_from() -> None:
     with pytest.raises(ConfigError) as caught:
         InferenceConfig.check("runtime", "tpu", "--serve-runtime")
     assert str(caught.value) == \
-        "--serve-runtime 'tpu'; expected one of auto, torch, openvino, onnx, onnx-int8"
+        "--serve-runtime 'tpu'; expected one of auto, torch, openvino, compile, onnx, onnx-int8"

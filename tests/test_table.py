@@ -75,7 +75,8 @@ def test_the_strategy_families_are_tables() -> None:
     for table, field in ((CONTEXTS, "context"), (DECODINGS, "decoding"), (RUNTIMES, "runtime"),
                          (MODES, "finetune"), (TASKS, "task")):
         assert isinstance(table, Table) and table.field == field
-    assert RUNTIMES.names(auto=True) == ("auto", "torch", "openvino", "onnx", "onnx-int8")
+    assert RUNTIMES.names(auto=True) == ("auto", "torch", "openvino", "compile", "onnx",
+                                         "onnx-int8")
     assert DECODINGS.names(auto=True) == ("auto", "greedy", "constrained")
     assert TASKS.names(auto=True) == ("auto", "spans", "tokens")
     assert context_of(None) is SENTENCE and context_of("document") is DOCUMENT
@@ -85,7 +86,7 @@ def test_the_strategy_families_are_tables() -> None:
         "(the paper's: LoRA on a 4-bit NF4 base; needs bitsandbytes able to quantize on the "
         "device: a CUDA GPU, or the CPU with bitsandbytes 0.50.2) or frozen (head only)")
     with pytest.raises(ConfigError, match=r"^--runtime 'tpu'; expected one of auto, torch, "
-                                          r"openvino, onnx, onnx-int8$"):
+                                          r"openvino, compile, onnx, onnx-int8$"):
         RUNTIMES.check("tpu", "--runtime", auto=True)
     with pytest.raises(ConfigError, match=r"^finetune='x'; expected one of full, lora, qlora, "
                                           r"frozen$"):
