@@ -108,7 +108,7 @@ class CompiledLabeler(SequenceLabeler):
             return self._pass
 
     def _check(self, fn: Any) -> None:
-        """The compiled pass against the eager one on the check sentences in two batchings;
+        """The compiled pass against the eager one on the check sentences in three batchings;
         refused in one line where a state drifts past :data:`TOLERANCE` or is not finite."""
         sentences = check_sentences(self)
         docs = ["check"] * len(sentences) if labeler_context(self).documents else None
