@@ -22,16 +22,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("run", type=Path)
     p.add_argument("--sentences", type=int, default=300)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--variants", default="frozen,live,openvino",
-                   help="which compiled passes to time beside eager: frozen (weights as "
-                        "constants), live (weights as inputs), openvino")
+    p.add_argument("--variants", default="shipped,frozen,live,openvino",
+                   help="which compiled passes to time beside eager: shipped (--runtime "
+                        "compile as seqrep ships it: Linear weights frozen, states in bf16), "
+                        "frozen (every weight a constant, states in fp32), live (weights as "
+                        "inputs), openvino")
     args = p.parse_args(argv)
 
     import torch
     import torch._inductor.config as inductor
 
     from seqrep.data import load_corpus
-    from seqrep.encode import BATCH_TOKENS
+    from seqrep.encode import BATCH_SENTENCES, BATCH_TOKENS
     from seqrep.model.io import load_labeler
     from seqrep.model.labeler import SequenceLabeler
 
@@ -41,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     lab = load_labeler(SequenceLabeler, folder, False).place("cpu", "fp32").eval()
     sentences = load_corpus("conll2003", "test").sentences[: args.sentences]
     words = [s.words for s in sentences]
-    batches = [b for b, _ in lab.batches(words, 32, BATCH_TOKENS,
+    batches = [b for b, _ in lab.batches(words, BATCH_SENTENCES, BATCH_TOKENS,
                                          docs=[s.doc_id for s in sentences])]
     n_words = sum(map(len, words))
     with torch.no_grad():
@@ -92,6 +94,12 @@ def main(argv: list[str] | None = None) -> None:
                     weights)
     with torch.no_grad():
         measure("PyTorch bf16 autocast, eager", lambda b: lab.hidden(b)[0])
+        if "shipped" in args.variants:
+            from seqrep.export.compiled import CompiledLabeler
+
+            shipped = load_labeler(CompiledLabeler, folder, False).place("cpu", "bf16").eval()
+            measure("--runtime compile (Linear weights frozen, states in bf16)",
+                    lambda b: shipped.hidden(b)[0])
         if "live" in args.variants:
             measure("torch.compile, weights as inputs (bf16 copies), bf16 autocast", run_live)
         if "frozen" in args.variants:

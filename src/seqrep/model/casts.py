@@ -93,6 +93,10 @@ class WeightCasts:
     kernels) and fp32 tensors; a parameter tied between Linears is cast once (functional_call
     gives it to every tied name); one also read by another module (an Embedding) is not. The
     copies cost half the fp32 weights' memory again; training mode frees them.
+
+    Asked for fp32 copies, the "copies" are the parameters themselves (nothing is cast) and
+    the same checks run: :attr:`generation` then says when the weights changed, for a pass
+    that keeps what it read (``--runtime compile`` freezes them into its graph).
     """
 
     def __init__(self) -> None:
@@ -101,6 +105,9 @@ class WeightCasts:
         self._stale = False
         self._hooked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._random = random.Random(0)
+        # counts every copy made and every drop: a pass built from the copies of one
+        # generation reads stale weights once it differs
+        self.generation = 0
         self.lock = threading.Lock()  # held by the caller around a pass that swaps them in
         _watch_optimizers()
 
@@ -113,6 +120,7 @@ class WeightCasts:
             self._drop()
 
     def _drop(self) -> None:
+        self.generation += 1
         for handle in self._hooked.values():
             handle.remove()
         self._hooked.clear()
@@ -128,6 +136,7 @@ class WeightCasts:
         at = torch.tensor(sorted(self._random.sample(range(n), SAMPLED)) if n > SAMPLED
                           else list(range(n)), dtype=torch.long, device=source.device)
         copy = source.to(dtype)
+        self.generation += 1
         self._copies[key] = _Copy(tensor, _where(tensor), at,
                                   torch.take(source, at).view(torch.int32), copy)
         return copy
