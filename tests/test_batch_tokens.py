@@ -33,7 +33,7 @@ def test_the_budget_has_one_name(fn) -> None:  # noqa: ANN001
 
 
 def test_no_second_name_for_the_default() -> None:
-    assert BATCH_TOKENS == 512  # the documented default (README: --max-batch-tokens 512)
+    assert BATCH_TOKENS == 4096  # the documented default (docs/guides/cpu.md, serve.md)
     assert not hasattr(seqrep.encode.batch, "MAX_TOKENS")
 
 
@@ -50,3 +50,18 @@ def test_batch_size_counts_sentences_under_document_context(tiny) -> None:
         assert counted <= 3 or len(items) == 1, counted
     rows = sum(len(items) for _, items in batches)
     assert rows < 3 * len(batches), "every batch of three rows: rows were counted"
+
+
+def test_every_labeling_entry_has_one_default_batch_size() -> None:
+    """The sentences a batch holds: one default everywhere a labeling starts (core's copy of
+    it, which sits below encode, included)."""
+    from seqrep.core.labeler_methods import LabelerMethods
+    from seqrep.encode import BATCH_SENTENCES
+    from seqrep.labeling import predict_words
+    from seqrep.predict.tagger import predict_text
+
+    assert BATCH_SENTENCES == 64
+    for fn in (LabelerMethods.predict, LabelerMethods.predict_words, LabelerMethods.evaluate,
+               SequenceLabeler.word_logits, OnnxLabeler.word_logits, predict_text,
+               predict_words):
+        assert inspect.signature(fn).parameters["batch_size"].default == 64, fn

@@ -13,10 +13,10 @@ from support import cli
 from seqrep.cli.app import app
 
 COMMANDS = ("predict", "evaluate", "serve", "export", "bench")
-# The defaults as the README documents them: batches of at most 32 sentences (the bench
-# section) and 512 padded tokens (`seqrep serve --max-batch-tokens 512`, the bench section),
+# The defaults as the docs state them: batches of at most 64 sentences and 4,096 padded
+# tokens (`seqrep.encode.BATCH_SENTENCES`, `BATCH_TOKENS`; the CLI reference shows them),
 # runtime / device / precision auto, torch's own thread count, the run's decoding.
-EXPECTED = {"--batch-size": 32, "--runtime": "auto", "--device": "auto", "--precision": "auto",
+EXPECTED = {"--batch-size": 64, "--runtime": "auto", "--device": "auto", "--precision": "auto",
             "--threads": None, "--decoding": None, "--trust-remote-code": False}
 # the padded-token budget of a batch has a name per command (kept: documented flags)
 BATCH_TOKENS = {"serve": "--max-batch-tokens", "bench": "--max-tokens"}
@@ -41,7 +41,7 @@ def test_each_shared_option_has_one_default_on_every_command() -> None:
                   and (c, flag) not in NOT_SHARED}
         assert having and all(v == expected for v in having.values()), (flag, having)
     tokens = {c: defaults[c][flag] for c, flag in BATCH_TOKENS.items()}
-    assert set(tokens.values()) == {512}, tokens
+    assert set(tokens.values()) == {4096}, tokens
 
 
 def test_the_loading_commands_share_runtime_device_and_precision() -> None:
@@ -147,7 +147,7 @@ def test_the_configs_check_themselves_from_python() -> None:
     with pytest.raises(ConfigError, match="--max-texts 0"):
         ServeSettings(max_texts=0)
     assert InferenceConfig(device="cuda:1").device == "cuda:1"
-    assert ServeSettings().max_batch_tokens == 512
+    assert ServeSettings().max_batch_tokens == 4096
 
 
 @pytest.mark.parametrize("name,low,says", [

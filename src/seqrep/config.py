@@ -17,7 +17,7 @@ from seqrep.core.configbase import ConfigBase, check_choice, check_types
 from seqrep.core.configbase import option as _f  # every field line uses it
 from seqrep.core.contexts import DOCUMENT, SENTENCE
 from seqrep.data.tasks import DECODINGS
-from seqrep.encode import BATCH_TOKENS
+from seqrep.encode import BATCH_SENTENCES, BATCH_TOKENS
 from seqrep.errors import ConfigError
 from seqrep.model.labeler_config import LabelerConfig, parse_unmask
 from seqrep.model.tuning import MODES, Mode
@@ -121,7 +121,8 @@ class InferenceConfig(ConfigBase):
     device: str = _f("auto", "auto, cpu, cuda, cuda:N or mps")
     precision: str = _f("auto", "auto (bf16 where the device has it natively, else fp32), "
                                 "fp32, bf16 or fp16")
-    batch_size: int = _f(32, "sentences per batch, grouped by length (as in training)")
+    batch_size: int = _f(BATCH_SENTENCES, "sentences per batch, grouped by length (as in "
+                                          "training)")
     batch_tokens: int = _f(BATCH_TOKENS, "close a batch before it passes this many padded "
                                          "tokens")
     threads: int | None = _f(None, "torch CPU threads (default: all cores; seqrep serve: all "

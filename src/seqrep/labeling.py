@@ -14,6 +14,7 @@ from typing import Any
 from seqrep.core.contexts import labeler_context
 from seqrep.data.quote import cut
 from seqrep.data.types import Corpus
+from seqrep.encode import BATCH_SENTENCES
 from seqrep.predict.labeler import Labeler
 from seqrep.predict.tagger import predict_tags, predict_text, word_spans
 
@@ -59,7 +60,7 @@ def _batch_size(value: Any) -> int:
 
 def predict(labeler: Labeler, text_or_texts: str | Sequence[str], *,
             docs: Sequence[Hashable | None] | None = None, decoding: str | None = None,
-            batch_size: int = 32, pretokenized: bool | Sequence[bool] = False
+            batch_size: int = BATCH_SENTENCES, pretokenized: bool | Sequence[bool] = False
             ) -> dict[str, Any] | list[dict[str, Any]]:
     """:meth:`~seqrep.core.labeler_methods.LabelerMethods.predict`."""
     one = isinstance(text_or_texts, str)
@@ -80,7 +81,8 @@ def predict(labeler: Labeler, text_or_texts: str | Sequence[str], *,
 
 def predict_words(labeler: Labeler, sentences: Sequence[Sequence[str]],
                   docs: Sequence[Hashable | None] | None = None, *,
-                  decoding: str | None = None, batch_size: int = 32) -> list[dict[str, Any]]:
+                  decoding: str | None = None, batch_size: int = BATCH_SENTENCES
+                  ) -> list[dict[str, Any]]:
     """:meth:`~seqrep.core.labeler_methods.LabelerMethods.predict_words`."""
     expected = "a list of sentences, each a list of words"
     sents = _sequence(sentences, "sentences", expected)
@@ -106,7 +108,7 @@ def _word_spans(words: list[str], tags: list[str], probs: list[float],
 
 
 def evaluate(labeler: Labeler, dataset: Any, split: str | None = None, *,
-             decoding: str | None = None, batch_size: int = 32,
+             decoding: str | None = None, batch_size: int = BATCH_SENTENCES,
              label_map: dict[str, str] | None = None, **reader: Any) -> dict[str, Any]:
     """:meth:`~seqrep.core.labeler_methods.LabelerMethods.evaluate`: the sentences of ``dataset``
     checked and scored as ``seqrep evaluate`` checks and scores them."""

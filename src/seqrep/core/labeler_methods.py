@@ -17,6 +17,8 @@ from typing import Any
 from seqrep.core.table import resolve
 
 _HERE = "seqrep.labeling"
+# seqrep.encode.BATCH_SENTENCES (core sits below encode; a test holds them equal)
+BATCH_SENTENCES = 64
 
 
 class LabelerMethods:
@@ -26,7 +28,7 @@ class LabelerMethods:
 
     def predict(self, text_or_texts: str | Sequence[str], *,
                 docs: Sequence[Hashable | None] | None = None, decoding: str | None = None,
-                batch_size: int = 32, pretokenized: bool | Sequence[bool] = False
+                batch_size: int = BATCH_SENTENCES, pretokenized: bool | Sequence[bool] = False
                 ) -> dict[str, Any] | list[dict[str, Any]]:
         """Label raw text: the records ``seqrep predict`` prints.
 
@@ -54,7 +56,7 @@ class LabelerMethods:
 
     def predict_words(self, sentences: Sequence[Sequence[str]],
                       docs: Sequence[Hashable | None] | None = None, *,
-                      decoding: str | None = None, batch_size: int = 32
+                      decoding: str | None = None, batch_size: int = BATCH_SENTENCES
                       ) -> list[dict[str, Any]]:
         """Label sentences already split into words.
 
@@ -74,7 +76,7 @@ class LabelerMethods:
                                                 batch_size=batch_size)
 
     def evaluate(self, dataset: Any, split: str | None = None, *, decoding: str | None = None,
-                 batch_size: int = 32, label_map: dict[str, str] | None = None,
+                 batch_size: int = BATCH_SENTENCES, label_map: dict[str, str] | None = None,
                  **reader: Any) -> dict[str, Any]:
         """Score the labeler on a dataset: the scores ``seqrep evaluate --json`` prints.
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar
 import torch
 
 from seqrep.core.contexts import context_of
-from seqrep.encode import BATCH_TOKENS
+from seqrep.encode import BATCH_SENTENCES, BATCH_TOKENS
 from seqrep.encode.align import WordTokenizer
 from seqrep.encode.batch import Batch, collate, length_batches
 from seqrep.encode.repeat import RepeatSpec, Segment, encode_sentence
@@ -208,7 +208,7 @@ class Encoder:
         return collate([it.segment for it in items], self.pad_id, self.padding_side,
                        None if any(x is None for x in labels) else labels)
 
-    def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
+    def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = BATCH_SENTENCES,
                 batch_tokens: int | None = None, docs: Sequence[Any] | None = None,
                 items: Sequence[Item] | None = None) -> Iterator[tuple[Batch, list[Item]]]:
         """Inference batches over all rows of ``sentences``, with the items of each: at most
@@ -272,7 +272,7 @@ class EncodesSentences:
         """The segments (model rows) of one sentence."""
         return self.encoder.segments(sentence)
 
-    def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
+    def batches(self, sentences: Sequence[Sequence[str]], batch_size: int = BATCH_SENTENCES,
                 batch_tokens: int | None = BATCH_TOKENS, docs: Sequence[Any] | None = None,
                 items: Sequence[Item] | None = None) -> Iterator[tuple[Batch, list[Item]]]:
         """Length-sorted batches over all segments of ``sentences``: at most ``batch_size``

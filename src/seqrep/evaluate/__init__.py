@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from seqrep.data.tasks import task_of
 from seqrep.data.types import Sentence
+from seqrep.encode import BATCH_SENTENCES
 from seqrep.encode.grouped import Grouped
 from seqrep.evaluate.files import score_file
 from seqrep.evaluate.labels import check_labels, check_scored_labels, check_test_labels
@@ -125,7 +126,7 @@ def chunked_logits(labeler: SequenceLabeler, sentences: Sequence[Sentence], batc
 
 
 def evaluate(labeler: SequenceLabeler, sentences: Sequence[Sentence], decoding: str | None = None,
-             batch_size: int = 32, progress: Callable[[int], None] | None = None,
+             batch_size: int = BATCH_SENTENCES, progress: Callable[[int], None] | None = None,
              keep: list[list[str]] | None = None, chunk: int | None = None) -> dict[str, Any]:
     """Predict ``sentences`` and score them against their gold tags.
 

@@ -20,7 +20,7 @@ import torch
 from seqrep.config import LabelerConfig
 from seqrep.core.labeler_methods import LabelerMethods
 from seqrep.core.runtimes import RUNTIMES
-from seqrep.encode import BATCH_TOKENS
+from seqrep.encode import BATCH_SENTENCES, BATCH_TOKENS
 from seqrep.encode.batch import Batch
 from seqrep.encode.pipeline import Encoder, EncodesSentences, per_sentence
 from seqrep.encode.rows import Item
@@ -194,7 +194,7 @@ class OnnxLabeler(LabelerMethods, EncodesSentences):
         return torch.from_numpy(self.run(batch)[0])
 
     def map_words(self, sentences: Sequence[Sequence[str]],
-                  fn: Callable[[Batch], torch.Tensor], batch_size: int = 32,
+                  fn: Callable[[Batch], torch.Tensor], batch_size: int = BATCH_SENTENCES,
                   batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None = None,
                   items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """Run ``fn`` (a batch -> ``(W, ...)`` rows) over ``sentences`` and reassemble one
@@ -203,13 +203,13 @@ class OnnxLabeler(LabelerMethods, EncodesSentences):
         return per_sentence(sentences, ((fn(batch), members) for batch, members in self.batches(
             sentences, batch_size, batch_tokens, docs, items)))
 
-    def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
+    def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = BATCH_SENTENCES,
                     batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None = None,
                     items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """One ``(words, num_labels)`` tensor of logits per sentence."""
         return self.map_words(sentences, self, batch_size, batch_tokens, docs=docs, items=items)
 
-    def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
+    def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = BATCH_SENTENCES,
                     batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None = None
                     ) -> list[torch.Tensor]:
         """One ``(words, H)`` tensor of exit-layer states per sentence."""

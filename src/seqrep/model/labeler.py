@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from seqrep.core.labeler_methods import LabelerMethods
-from seqrep.encode import BATCH_TOKENS
+from seqrep.encode import BATCH_SENTENCES, BATCH_TOKENS
 from seqrep.encode.batch import Batch
 from seqrep.encode.pipeline import Encoder, EncodesSentences, fit_positions, per_sentence
 from seqrep.encode.rows import Item
@@ -252,7 +252,7 @@ class SequenceLabeler(LabelerMethods, EncodesSentences, nn.Module):
     # ----------------------------------------------------------------- per sentence
     @torch.no_grad()
     def map_words(self, sentences: Sequence[Sequence[str]],
-                  fn: Callable[[Batch], torch.Tensor], batch_size: int = 32,
+                  fn: Callable[[Batch], torch.Tensor], batch_size: int = BATCH_SENTENCES,
                   batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None = None,
                   items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """Run ``fn`` (a batch -> ``(W, ...)`` per-word rows) over ``sentences`` in inference
@@ -271,7 +271,7 @@ class SequenceLabeler(LabelerMethods, EncodesSentences, nn.Module):
                 for batch, members in self.batches(sentences, batch_size, batch_tokens, docs,
                                                    items)))
 
-    def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
+    def word_states(self, sentences: Sequence[Sequence[str]], batch_size: int = BATCH_SENTENCES,
                     batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None = None
                     ) -> list[torch.Tensor]:
         """One ``(words, H)`` tensor of exit-layer states per sentence (``docs``: see
@@ -279,7 +279,7 @@ class SequenceLabeler(LabelerMethods, EncodesSentences, nn.Module):
         return self.map_words(sentences, lambda b: self.pool(self.hidden(b)[0], b).float(),
                               batch_size, batch_tokens, docs=docs)
 
-    def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
+    def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = BATCH_SENTENCES,
                     batch_tokens: int | None = BATCH_TOKENS, *, docs: Sequence[Any] | None = None,
                     items: Sequence[Item] | None = None) -> list[torch.Tensor]:
         """One ``(words, num_labels)`` tensor of logits per sentence (``docs`` and
@@ -288,7 +288,7 @@ class SequenceLabeler(LabelerMethods, EncodesSentences, nn.Module):
                               items=items)
 
     def layer_states(self, sentences: Sequence[Sequence[str]], layers: Sequence[int],
-                     batch_size: int = 32, batch_tokens: int | None = BATCH_TOKENS, *,
+                     batch_size: int = BATCH_SENTENCES, batch_tokens: int | None = BATCH_TOKENS, *,
                      docs: Sequence[Any] | None = None) -> list[torch.Tensor]:
         """Probe mode: word states of several layers from one forward pass.
 

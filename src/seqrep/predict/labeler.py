@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from seqrep.encode import BATCH_SENTENCES
+
 if TYPE_CHECKING:
     import torch
 
@@ -32,7 +34,7 @@ class Labeler(Protocol):
     @property
     def encoder(self) -> Encoder: ...
 
-    def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = 32,
+    def word_logits(self, sentences: Sequence[Sequence[str]], batch_size: int = BATCH_SENTENCES,
                     batch_tokens: int | None = ..., *,
                     docs: Sequence[Hashable | None] | None = None,
                     items: Sequence[Item] | None = None) -> list[torch.Tensor]:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from seqrep.core.contexts import labeler_context
+from seqrep.encode import BATCH_SENTENCES
 from seqrep.errors import DataError
 from seqrep.files.outputs import (
     PARTIAL_FORMAT,
@@ -68,7 +69,8 @@ def scan(path: Path) -> tuple[int, int, str]:
 
 
 def label_items(labeler: SequenceLabeler, items: Sequence[tuple[Any, ...]],
-                decoding: str | None = None, batch_size: int = 32) -> list[dict[str, Any]]:
+                decoding: str | None = None, batch_size: int = BATCH_SENTENCES
+                ) -> list[dict[str, Any]]:
     """Prediction records of ``(text, pretokenized)`` or ``(text, pretokenized, doc_id)``
     items, in their order, in one call. With ``context="document"`` each text is a document,
     and so are consecutive items with the same ``doc_id`` together."""
@@ -145,7 +147,8 @@ def run_identity(run: Path, **settings: Any) -> dict[str, Any]:
 
 
 def predict_file(labeler: SequenceLabeler, source: Path, output: Path,
-                 decoding: str | None = None, batch_size: int = 32, chunk: int | None = None,
+                 decoding: str | None = None, batch_size: int = BATCH_SENTENCES,
+                 chunk: int | None = None,
                  progress: Callable[[int, int], None] | None = None,
                  accelerator: Any = None, words: bool = False, plan: Plan | None = None,
                  overwrite: bool = False, log: Callable[[str], None] | None = None,

@@ -13,12 +13,13 @@ from seqrep.core.contexts import labeler_context
 from seqrep.data.decode import decode
 from seqrep.data.tasks import task_of
 from seqrep.data.tokenize import split_sentences, split_words
+from seqrep.encode import BATCH_SENTENCES
 from seqrep.encode.document import text_documents
 from seqrep.predict.labeler import Labeler
 
 
 def predict_tags(labeler: Labeler, sentences: Sequence[Sequence[str]],
-                 decoding: str | None = None, batch_size: int = 32, *,
+                 decoding: str | None = None, batch_size: int = BATCH_SENTENCES, *,
                  docs: Sequence[Any] | None = None) -> list[tuple[list[str], list[float]]]:
     """Tags and per-word probabilities for each word list.
 
@@ -86,7 +87,7 @@ def _spans(tags: list[str], probs: list[float], offsets: Sequence[tuple[int, int
 
 
 def predict_text(labeler: Labeler, texts: Iterable[str], decoding: str | None = None,
-                 batch_size: int = 32, pretokenized: bool | Sequence[bool] = False,
+                 batch_size: int = BATCH_SENTENCES, pretokenized: bool | Sequence[bool] = False,
                  docs: Sequence[Hashable | None] | None = None) -> list[dict[str, Any]]:
     """Label raw texts.
 

@@ -29,6 +29,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.util import minibatch
 
+from seqrep.encode import BATCH_SENTENCES
 from seqrep.predict.labeler import Labeler
 from seqrep.predict.tagger import predict_text
 
@@ -57,7 +58,7 @@ class SeqrepComponent:
     """
 
     def __init__(self, nlp: Language, name: str, model: str | None,
-                 decoding: str | None = None, batch_size: int = 32,
+                 decoding: str | None = None, batch_size: int = BATCH_SENTENCES,
                  labeler: Labeler | None = None, runtime: str = "auto",
                  precision: str = "auto", context_overlap: float | None = None) -> None:
         if labeler is None:
