@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--seed", type=int, default=0)
     # 64 sentences, as seqrep labels: on the test set, bf16 and compile 1.07x and 1.15x the
-    # words/s of 32, OpenVINO the same (results/issue56-batch-budgets.json)
+    # words/s of 32, OpenVINO the same (results/issue56-hf-batch-sizes.json)
     r = common.predict_parser(sub, batch_size=64)
     r.add_argument("--precision", choices=("fp32", "bf16", "int8", "onnx", "openvino",
                                            "compile"),
