@@ -6,13 +6,13 @@ of its forward pass, and the forward pass's share of the matrix-multiply ceiling
 
 RUN is a run or labeler folder (the recipe's: runs/recipe-focus-bf16-e2). Stages, timed one
 after another on the first ``--sentences`` sentences of CoNLL-2003's test split, documents
-kept: reading the split; encoding (rows, plan and padded batches); the backbone's forward
-pass; pooling the read states and the head; decoding (the run's decoding); writing the
-``word gold predicted`` lines. Operators: torch's profiler over the forward passes (torch
-and compile runtimes), or OpenVINO's per-node counters (openvino runtime), summed by
-operator type. The ceilings are the fastest ``x @ w.T`` of the backbone's own Linear
-shapes in fp32 and bf16 at the batch's token count. The record holds the CPU's flags and
-the command.
+kept: reading the split; encoding (rows, plan and padded batches, in seqrep's default
+budget); the backbone's forward pass; pooling the read states and the head; decoding (the
+run's decoding); writing the ``word gold predicted`` lines. Operators: torch's profiler
+over the forward passes (torch and compile runtimes), or OpenVINO's per-node counters
+(openvino runtime), summed by operator type. The ceilings are the fastest ``x @ w.T`` of
+the backbone's own Linear shapes in fp32 and bf16 at the batch's token count. The record
+holds the CPU's flags and the command.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     from seqrep.core.runtimes import RUNTIMES, Settings
     from seqrep.data import load_corpus
     from seqrep.data.decode import decode
+    from seqrep.encode import BATCH_SENTENCES, BATCH_TOKENS
     from seqrep.lab.bench_rows import matmul_ceiling
     from seqrep.lab.speed import flops_per_token, forward_flops
     from seqrep.model.device import cpu_features
@@ -98,7 +99,8 @@ def main(argv: list[str] | None = None) -> None:
     docs = [s.doc_id for s in sentences]
     t = _stage(times, "read", t)
     items = labeler.encoder.items(words, docs=docs)
-    batches = [(b, members) for b, members in labeler.batches(words, 32, None, docs, items)]
+    batches = [(b, members) for b, members in labeler.batches(
+        words, BATCH_SENTENCES, BATCH_TOKENS, docs, items)]
     t = _stage(times, "encode", t)
     logits_of = []
     with torch.no_grad():
