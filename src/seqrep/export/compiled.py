@@ -16,15 +16,14 @@ again (an optimizer step, ``load_state_dict``, an adapter merge, an edit of a wh
 ``refresh_inference_weights()``: see :class:`~seqrep.model.casts.WeightCasts`), so a pass
 never reads weights older than the labeler's. In bf16 the states between layers stay in
 bf16 (:class:`_Pass`), as transformers runs a model loaded in bf16. On the recipe
-(Gemma-3-270m cut at 11, AMX, two cores, the first 1,000 CoNLL-2003 test sentences in
-batches of 64 sentences and 4,096 tokens) the two made the pass 1.34x as fast as weights
-read as inputs with fp32 states (``benchmarks/compile_probe.py --variants shipped,live``),
-and kept the test F1 (92.92; fp32 92.85).
+(Gemma-3-270m cut at 11, AMX, two cores, the first 1,000 CoNLL-2003 test sentences) the two
+made the pass 1.07x as fast as weights read as inputs with fp32 states
+(``benchmarks/compile_probe.py --variants shipped,live``: 1,143 against 1,065 words/s), and
+the test F1 stayed (92.92 at overlap 0.125; fp32 92.85).
 
-Compiling takes about a minute for Gemma-3-270m on two cores, once per process and again
-after each change of the weights; inductor keeps its kernels in its cache
-(``TORCHINDUCTOR_CACHE_DIR``, by default under the system's temporary folder), so a later
-process spends about half a minute (dynamo's tracing is not cached). A batch of one row
+Compiling takes one to two minutes for Gemma-3-270m on two cores, in every process (a graph
+with frozen weights bypasses inductor's FX graph cache: measured 100 s in a fresh process
+of the speed run) and again after each change of the weights. A batch of one row
 has a graph of its own (dynamo specializes a size of 1), made with the others. Before its
 first use each compiled pass is checked against the eager pass on seqrep's check
 sentences, in three batchings, and refused in one line if a state differs by more than
