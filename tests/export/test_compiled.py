@@ -99,9 +99,13 @@ def test_in_bf16_norms_are_read_live_and_a_changed_linear_weight_builds_the_pass
     inputs. A norm edited in place is read at the next pass; a Linear weight edited in
     place is seen (the copies are made again, and the graph with them). Expected: an eager
     bf16 labeler edited the same way."""
+    from torch._dynamo.utils import counters
+
     lab = load_labeler(CompiledLabeler, run[0], False).place("cpu", "bf16").eval()
     twin = _eager(run[0], "bf16")
+    graphs = counters["stats"]["unique_graphs"]
     before = lab.word_logits(SENTENCES)
+    assert counters["stats"]["unique_graphs"] > graphs  # compiled, not run eagerly
     assert _worst(before, twin.word_logits(SENTENCES)) < BF16_TOL
     edits = [lambda m: m.backbone.layers[1].post_attention_layernorm.weight.mul_(-2.0),
              lambda m: m.backbone.layers[0].mlp.down_proj.weight.mul_(4.0)]
@@ -115,6 +119,24 @@ def test_in_bf16_norms_are_read_live_and_a_changed_linear_weight_builds_the_pass
         assert _worst(now, before) > 5 * BF16_TOL
         before = now
     assert lab.inference_weights.generation > generation  # the Linear edit: copies made again
+
+
+def test_rebuilds_never_fall_back_to_eager(run) -> None:
+    """Each change of the weights compiles a new pass; past dynamo's recompile limit (8 by
+    default) a shared function would silently run eagerly, so each build has its own."""
+    from torch._dynamo.utils import counters
+
+    lab = load_labeler(CompiledLabeler, run[0], False).place("cpu", "fp32").eval()
+    limit = torch._dynamo.config.recompile_limit
+    try:
+        torch._dynamo.config.recompile_limit = 2
+        for _ in range(2):  # the second build: past the limit of a shared function
+            lab.refresh_inference_weights()
+            graphs = counters["stats"]["unique_graphs"]
+            lab.word_logits(SENTENCES[:1])
+            assert counters["stats"]["unique_graphs"] > graphs
+    finally:
+        torch._dynamo.config.recompile_limit = limit
 
 
 def test_a_pass_that_differs_from_eager_is_refused(run, monkeypatch) -> None:

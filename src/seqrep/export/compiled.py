@@ -36,7 +36,9 @@ first batch.
 from __future__ import annotations
 
 import copy
+import itertools
 import threading
+import types
 from typing import Any
 
 import torch
@@ -51,6 +53,7 @@ from seqrep.model.labeler import SequenceLabeler
 
 # how far the compiled pass may drift from the eager one, as a share of the largest state
 TOLERANCE = {"fp32": 1e-3, "bf16": 0.2, "fp16": 0.2}
+_BUILDS = itertools.count()  # compiled passes built in this process
 
 
 class _Pass(torch.nn.Module):
@@ -129,7 +132,12 @@ class CompiledLabeler(SequenceLabeler):
             with autocast():
                 return torch.func.functional_call(wrapper, tensors, (ids, mask, positions))
 
-        compiled = torch.compile(forward)
+        # a code object of its own: dynamo keeps its graphs per code object, so an earlier
+        # build's (their frozen weights with them) go with it, and rebuilds never run into
+        # dynamo's recompile limit (past it, dynamo runs the function eagerly, silently)
+        code = forward.__code__.replace(co_name=f"seqrep_pass_{next(_BUILDS)}")
+        compiled = torch.compile(types.FunctionType(code, forward.__globals__, code.co_name,
+                                                    None, forward.__closure__))
         backbone = self.backbone
 
         def run(*inputs: torch.Tensor) -> torch.Tensor:
