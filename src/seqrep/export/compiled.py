@@ -141,9 +141,11 @@ class CompiledLabeler(SequenceLabeler):
         backbone = self.backbone
 
         def run(*inputs: torch.Tensor) -> torch.Tensor:
+            # detached: an nn.Parameter reaching the graph is frozen as a constant even as an
+            # input (Gemma's 1 + weight folded, an edit unseen); a plain view stays an input
             state = dict((*backbone.named_parameters(), *backbone.named_buffers()))
             with inductor_config.patch(freezing=True):
-                return compiled(*inputs, {f"backbone.{name}": state[name]
+                return compiled(*inputs, {f"backbone.{name}": state[name].detach()
                                           for name in live})
         return run
 
