@@ -155,6 +155,23 @@ def test_a_hand_edit_through_data_reaches_the_bf16_logits(tiny) -> None:
     assert same(after, logits(fresh))
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_an_in_place_edit_is_seen_in_either_layout(tiny, monkeypatch, layout: str) -> None:
+    """The sampled check reads the weight's own storage: a strided view of a contiguous
+    weight, the entries themselves of another layout (a copy read once would never see the
+    edit). The edit, after the copies are made, multiplies a whole weight in place."""
+    lab = bf16_labeler(tiny)
+    layer = linear(lab, "up_proj", 0)
+    if layout == "transposed":
+        layer.weight = nn.Parameter(layer.weight.detach().t().contiguous().t())
+        assert not layer.weight.is_contiguous()
+    before = logits(lab)
+    layer.weight.data.mul_(3.0)
+    after = logits(lab)
+    assert not same(after, before)
+    assert same(after, plain(lab, monkeypatch))
+
+
 def test_refresh_after_a_hand_edit_of_one_entry(tiny, monkeypatch) -> None:
     """An edit of a few entries may escape the copies' sampled check: the documented call
     after editing weights by hand is ``refresh_inference_weights()``."""
