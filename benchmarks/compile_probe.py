@@ -3,7 +3,7 @@ weights frozen, dynamic shapes, bf16 autocast) against PyTorch's eager bf16 pass
 first 300 CoNLL-2003 test sentences, documents kept, and ``--runtime openvino``'s bf16
 pass beside them when OpenVINO is installed.
 
-    python benchmarks/compile_probe.py RUN [--sentences 300] [--threads 2] [--variants ...]
+    python benchmarks/compile_probe.py RUN [--sentences 300] [--threads 2]
 
 Prints, for each: the first pass (compilation included), the fastest of two timed passes in
 words/s, the largest difference of its states from PyTorch fp32's on real tokens, and how
@@ -13,11 +13,8 @@ many word tags (argmax of the run's head) differ from fp32's.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -29,9 +26,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="which compiled passes to time beside eager: shipped (--runtime "
                         "compile as seqrep ships it: Linear weights frozen, states in bf16), "
                         "frozen (every weight a constant, states in fp32), live (weights as "
-                        "inputs), masked (as shipped, the attention given the padding "
-                        "mask as before), openvino")
-    p.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
+                        "inputs), openvino")
     args = p.parse_args(argv)
 
     import torch
@@ -55,8 +50,6 @@ def main(argv: list[str] | None = None) -> None:
         ref = [lab.hidden(b)[0] for b in batches]
         tags = [lab.head(lab.pool(h, b)).argmax(-1) for h, b in zip(ref, batches)]
 
-    rows: list[dict[str, Any]] = []
-
     def measure(name: str, run) -> None:  # noqa: ANN001 - a batch -> states function
         start = time.perf_counter()
         outs = [run(b).float() for b in batches]
@@ -73,9 +66,6 @@ def main(argv: list[str] | None = None) -> None:
                       for o, b, t in zip(outs, batches, tags))
         print(f"{name}: first pass {first:.1f} s, {n_words / best:.1f} words/s, states within "
               f"{diff:.3g} of fp32, {changed} of {n_words} tags changed", flush=True)
-        rows.append({"pass": name, "first_pass_s": round(first, 1),
-                     "words_per_s": round(n_words / best, 1), "states_within": diff,
-                     "tags_changed": changed, "words": n_words})
 
     lab.place("cpu", "bf16")
     backbone = lab.backbone
@@ -110,16 +100,6 @@ def main(argv: list[str] | None = None) -> None:
             shipped = load_labeler(CompiledLabeler, folder, False).place("cpu", "bf16").eval()
             measure("--runtime compile (Linear weights frozen, states in bf16)",
                     lambda b: shipped.hidden(b)[0])
-        if "masked" in args.variants:
-            import seqrep.export.compiled as compiled_module
-            from seqrep.export.compiled import CompiledLabeler
-
-            masked = load_labeler(CompiledLabeler, folder, False).place("cpu", "bf16").eval()
-            with _patched(compiled_module, CAUSAL="sdpa",
-                                   _register_attention=lambda: None):
-                masked.compile()  # keeps transformers' SDPA with its materialized mask
-            measure("--runtime compile with the padding mask (before the causal attention)",
-                    lambda b: masked.hidden(b)[0])
         if "live" in args.variants:
             measure("torch.compile, weights as inputs (bf16 copies), bf16 autocast", run_live)
         if "frozen" in args.variants:
@@ -133,31 +113,6 @@ def main(argv: list[str] | None = None) -> None:
             ov = load_labeler(OpenVinoLabeler, folder, False).place("cpu", "bf16", args.threads)
             ov.eval()
             measure("OpenVINO, bf16 products", lambda b: ov.hidden(b)[0])
-    if args.out is not None:
-        import json
-        import sys
-
-        from seqrep.model.device import cpu_features
-
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({
-            "run": str(args.run), "sentences": len(words), "threads": args.threads,
-            "batches": len(batches), "cpu": cpu_features(), "torch": torch.__version__,
-            "command": ["python", *sys.argv], "rows": rows}, indent=1) + "\n",
-            encoding="utf-8")
-
-
-@contextlib.contextmanager
-def _patched(module: Any, **values: Any) -> Iterator[None]:
-    """Set ``module``'s attributes to ``values`` for the block."""
-    saved = {name: getattr(module, name) for name in values}
-    for name, value in values.items():
-        setattr(module, name, value)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
 
 
 if __name__ == "__main__":
