@@ -184,11 +184,15 @@ def _forward(model: Any, precision: str, out: Path, threads: int) -> Any:
 
 
 def _compiled(model: Any) -> Any:
-    """``batch -> logits`` through ``torch.compile`` (inductor, dynamic shapes) under the
-    caller's bf16 autocast, as a transformers user gets it with ``torch.compile(model)``;
-    compiled here on two warm-up batches in the labeling's own modes, outside the timing."""
+    """``batch -> logits`` through ``torch.compile`` (inductor, dynamic shapes, the weights
+    frozen into the graph as PyTorch recommends for CPU inference, as seqrep's compile
+    runtime does) under the caller's bf16 autocast, as a transformers user gets it with
+    ``torch.compile(model)``; compiled here on two warm-up batches in the labeling's own
+    modes, outside the timing."""
     import torch
+    import torch._inductor.config as inductor_config
 
+    inductor_config.freezing = True  # this process only labels: the weights never change
     compiled = torch.compile(model, dynamic=True)
     with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
         for length in (8, 16):
