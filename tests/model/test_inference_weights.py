@@ -157,9 +157,9 @@ def test_a_hand_edit_through_data_reaches_the_bf16_logits(tiny) -> None:
 
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])
 def test_an_in_place_edit_is_seen_in_either_layout(tiny, monkeypatch, layout: str) -> None:
-    """The sampled check reads the weight's own storage: a strided view of a contiguous
-    weight, the entries themselves of another layout (a copy read once would never see the
-    edit). The edit, after the copies are made, multiplies a whole weight in place."""
+    """The sampled check reads the weight's own entries at every pass, whatever their
+    layout (a non-contiguous weight too; a copy read once would never see the edit). The
+    edit, after the copies are made, multiplies a whole weight in place."""
     lab = bf16_labeler(tiny)
     layer = linear(lab, "up_proj", 0)
     if layout == "transposed":
