@@ -3,7 +3,7 @@ weights frozen, dynamic shapes, bf16 autocast) against PyTorch's eager bf16 pass
 first 300 CoNLL-2003 test sentences, documents kept, and ``--runtime openvino``'s bf16
 pass beside them when OpenVINO is installed.
 
-    python benchmarks/compile_probe.py RUN [--sentences 300] [--threads 2]
+    python benchmarks/compile_probe.py RUN [--sentences 300] [--threads 2] [--variants ...]
 
 Prints, for each: the first pass (compilation included), the fastest of two timed passes in
 words/s, the largest difference of its states from PyTorch fp32's on real tokens, and how
@@ -13,8 +13,11 @@ many word tags (argmax of the run's head) differ from fp32's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -26,7 +29,11 @@ def main(argv: list[str] | None = None) -> None:
                    help="which compiled passes to time beside eager: shipped (--runtime "
                         "compile as seqrep ships it: Linear weights frozen, states in bf16), "
                         "frozen (every weight a constant, states in fp32), live (weights as "
-                        "inputs), openvino")
+                        "inputs), masked (as shipped, the attention given the padding "
+                        "mask as before), openvino")
+    p.add_argument("--overlap", type=float, default=None,
+                   help="the windows' overlap (--context-overlap; default: the run's own)")
+    p.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
     args = p.parse_args(argv)
 
     import torch
@@ -34,8 +41,13 @@ def main(argv: list[str] | None = None) -> None:
 
     from seqrep.data import load_corpus
     from seqrep.encode import BATCH_SENTENCES, BATCH_TOKENS
-    from seqrep.model.io import load_labeler
+    from seqrep.export import with_overlap
+    from seqrep.model.io import load_labeler as load_folder
     from seqrep.model.labeler import SequenceLabeler
+
+    def load_labeler(cls, folder, trust):  # noqa: ANN001, ANN202 - at the chosen overlap
+        lab = load_folder(cls, folder, trust)
+        return lab if args.overlap is None else with_overlap(lab, args.overlap)
 
     torch.set_num_threads(args.threads)
     inductor.freezing = True
@@ -50,7 +62,12 @@ def main(argv: list[str] | None = None) -> None:
         ref = [lab.hidden(b)[0] for b in batches]
         tags = [lab.head(lab.pool(h, b)).argmax(-1) for h, b in zip(ref, batches)]
 
+    rows: list[dict[str, Any]] = []
+
     def measure(name: str, run) -> None:  # noqa: ANN001 - a batch -> states function
+        from torch._dynamo.utils import counters
+
+        graphs = counters["stats"]["unique_graphs"]
         start = time.perf_counter()
         outs = [run(b).float() for b in batches]
         first = time.perf_counter() - start
@@ -60,12 +77,18 @@ def main(argv: list[str] | None = None) -> None:
             for b in batches:
                 run(b)
             best = min(best, time.perf_counter() - start)
+        graphs = counters["stats"]["unique_graphs"] - graphs  # dynamo's, over the passes
         diff = max(float((o - r)[b.attention_mask.bool()].abs().max())
                    for o, r, b in zip(outs, ref, batches))
         changed = sum(int((lab.head(lab.pool(o, b)).argmax(-1) != t).sum())
                       for o, b, t in zip(outs, batches, tags))
         print(f"{name}: first pass {first:.1f} s, {n_words / best:.1f} words/s, states within "
-              f"{diff:.3g} of fp32, {changed} of {n_words} tags changed", flush=True)
+              f"{diff:.3g} of fp32, {changed} of {n_words} tags changed, {graphs} graphs compiled",
+              flush=True)
+        rows.append({"pass": name, "first_pass_s": round(first, 1),
+                     "words_per_s": round(n_words / best, 1), "states_within": diff,
+                     "tags_changed": changed, "words": n_words,
+                     "graphs_compiled": graphs})
 
     lab.place("cpu", "bf16")
     backbone = lab.backbone
@@ -100,6 +123,16 @@ def main(argv: list[str] | None = None) -> None:
             shipped = load_labeler(CompiledLabeler, folder, False).place("cpu", "bf16").eval()
             measure("--runtime compile (Linear weights frozen, states in bf16)",
                     lambda b: shipped.hidden(b)[0])
+        if "masked" in args.variants:
+            import seqrep.export.compiled as compiled_module
+            from seqrep.export.compiled import CompiledLabeler
+
+            masked = load_labeler(CompiledLabeler, folder, False).place("cpu", "bf16").eval()
+            with _patched(compiled_module, CAUSAL="sdpa",
+                                   _register_attention=lambda: None):
+                masked.compile()  # keeps transformers' SDPA with its materialized mask
+            measure("--runtime compile with the padding mask (before the causal attention)",
+                    lambda b: masked.hidden(b)[0])
         if "live" in args.variants:
             measure("torch.compile, weights as inputs (bf16 copies), bf16 autocast", run_live)
         if "frozen" in args.variants:
@@ -113,6 +146,32 @@ def main(argv: list[str] | None = None) -> None:
             ov = load_labeler(OpenVinoLabeler, folder, False).place("cpu", "bf16", args.threads)
             ov.eval()
             measure("OpenVINO, bf16 products", lambda b: ov.hidden(b)[0])
+    if args.out is not None:
+        import json
+        import sys
+
+        from seqrep.model.device import cpu_features
+
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({
+            "run": str(args.run), "sentences": len(words), "overlap": args.overlap,
+            "threads": args.threads,
+            "batches": len(batches), "cpu": cpu_features(), "torch": torch.__version__,
+            "command": ["python", *sys.argv], "rows": rows}, indent=1) + "\n",
+            encoding="utf-8")
+
+
+@contextlib.contextmanager
+def _patched(module: Any, **values: Any) -> Iterator[None]:
+    """Set ``module``'s attributes to ``values`` for the block."""
+    saved = {name: getattr(module, name) for name in values}
+    for name, value in values.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
 
 
 if __name__ == "__main__":

@@ -37,9 +37,24 @@ def run(tiny, tmp_path_factory) -> tuple[Path, Path]:
     return folder, write_corpus(root / "test.txt", 6)
 
 
+# the masks the compiled pass's attention was given while dynamo traced it
+ATTENTION_MASKS: list = []
+
+
 @pytest.fixture(scope="module")
 def compiled(run) -> CompiledLabeler:
-    return load_labeler(CompiledLabeler, run[0], False).place("cpu", "fp32").eval().compile()
+    import seqrep.export.compiled as module
+
+    causal = module._causal_attention
+
+    def spy(layer, query, key, value, mask, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        ATTENTION_MASKS.append(mask)
+        return causal(layer, query, key, value, mask, **kwargs)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(module, "_causal_attention", spy)
+        return load_labeler(CompiledLabeler, run[0], False).place("cpu", "fp32").eval(
+        ).compile()
 
 
 def _eager(folder: Path, precision: str = "fp32") -> SequenceLabeler:
@@ -69,6 +84,8 @@ def test_the_compiled_pass_labels_as_the_eager_one(run, compiled) -> None:
         compiled_by["fxgraph_cache_hit"] >= 1  # inductor compiled (or reloaded) a graph
     if torch.backends.mkldnn.is_available():  # the Linear weights frozen: packed once
         assert compiled_by["mkldnn_linear_weight_pack_matcher_count"] >= 1
+    # rows padded on the right: the attention is told it is causal, no mask is made
+    assert ATTENTION_MASKS and all(mask is None for mask in ATTENTION_MASKS)
 
 
 def test_the_pass_follows_the_weights(run, compiled) -> None:
@@ -124,6 +141,31 @@ def test_in_bf16_norms_are_read_live_and_a_changed_linear_weight_builds_the_pass
         assert _worst(now, before) > 5 * BF16_TOL
         before = now
     assert lab.inference_weights.generation > generation  # the Linear edit: copies made again
+
+
+def test_rows_longer_than_a_sliding_window_run_eagerly_without_a_second_graph(
+        tiny, tmp_path) -> None:
+    """The tiny Gemma 3 slides its attention over 12 tokens. A batch of longer rows is
+    labeled by the eager pass, so dynamo never guards on a length past the window and
+    compiles no second graph in the middle of a labeling (the recipe's one 513-token batch
+    did, at a cost of minutes); both kinds of batch label as the eager labeler does."""
+    from torch._dynamo.utils import counters
+
+    folder = SequenceLabeler.from_model(tiny("gemma3"), LABELS, repetitions=1, exit_layer=3,
+                                        max_subtokens=16, decoding="greedy"
+                                        ).save_pretrained(tmp_path / "gemma")
+    lab = load_labeler(CompiledLabeler, folder, False).place("cpu", "fp32").eval()
+    twin = _eager(folder)
+    short, long = [["Paris"]], [["Peter", "Blackburn", "reports", "from", "Brussels"]]
+    lengths = [[b.input_ids.shape[1] for b, _ in lab.batches(s, 1)] for s in (short, long)]
+    assert max(lengths[0]) <= 12 < min(lengths[1])  # one batch within the window, one past
+    graphs = counters["stats"]["unique_graphs"]
+    assert _worst(lab.word_logits(short), twin.word_logits(short)) < TOL
+    compiled = counters["stats"]["unique_graphs"]
+    assert compiled > graphs  # the short batch: compiled
+    assert _worst(lab.word_logits(long), twin.word_logits(long)) < TOL
+    assert _worst(lab.word_logits(short), twin.word_logits(short)) < TOL
+    assert counters["stats"]["unique_graphs"] == compiled  # no graph for the long batch
 
 
 def test_rebuilds_never_fall_back_to_eager(run) -> None:
