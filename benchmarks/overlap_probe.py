@@ -2,7 +2,7 @@
 when its document windows overlap less (or are longer) at labeling time.
 
     python benchmarks/overlap_probe.py RUN --layouts 256:0.5 256:0.25 256:0 \\
-        [--runtime openvino] [--precision bf16] [--threads 2] --out results/NAME.json
+        [--runtime openvino|compile|torch] [--precision bf16] [--threads 2] --out results/NAME.json
 
 RUN is the recipe's run folder (trained with ``context_tokens=256`` and
 ``context_overlap=0.5``). Each ``WINDOW:OVERLAP`` sets the window (subtokens a copy) and the
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("run", type=Path)
     p.add_argument("--layouts", nargs="+", default=["256:0.5", "256:0.25", "256:0"])
-    p.add_argument("--runtime", default="openvino", choices=("torch", "openvino"))
+    p.add_argument("--runtime", default="openvino", choices=("torch", "compile", "openvino"))
     p.add_argument("--precision", default="bf16", choices=("fp32", "bf16"))
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=1)
