@@ -28,17 +28,24 @@ COLUMNS = ("system", "precision", "test F1", "words/s", "training")
 # the speed run's rows the headline shows, in order, each with the words a reader knows it by
 # (the first is the system the page is about: its F1 and speed are in bold)
 SHOWN = {
-    "gemma-r1-L11-focus": "**seqrep**: Gemma-3-270m, r=1, cut at 11 of 18 layers, "
-                          "reading documents",
-    "gemma-r1-L11-focus-int8": "the same labeler, ONNX Runtime, seqrep's int8 recipe",
-    "hf-trainer-bf16": "Hugging Face `Trainer` token classifier, all-mpnet-base-v2",
+    "gemma-r1-L11-focus-compile-o125": "**seqrep**: Gemma-3-270m, r=1, cut at 11 of 18 "
+                                       "layers, reading documents, `--runtime compile`",
+    "gemma-r1-L11-focus-o125": "the same labeler, PyTorch eager",
+    "gemma-r1-L11-focus-int8-o125": "the same labeler, ONNX Runtime, seqrep's int8 recipe",
+    "gemma-r1-L8-focus-compile-o125": "the same recipe cut at layer 8, `--runtime compile`",
+    "hf-trainer-openvino": "Hugging Face `Trainer` token classifier, all-mpnet-base-v2, "
+                           "OpenVINO",
+    "hf-trainer-compile": "the same, `torch.compile`",
+    "hf-trainer-bf16": "the same, PyTorch eager",
     "hf-trainer": "the same, fp32",
     "flair-sentence": "flair `SequenceTagger` + CRF, all-mpnet-base-v2, sentence level",
     "spacy-trf": "spaCy 3.8 transformer pipeline (`--optimize accuracy`), all-mpnet-base-v2",
     "spacy-cnn": "spaCy 3.8 CNN pipeline (`--optimize efficiency`)",
     "flair-flert": "flair with FLERT document context",
 }
-PRECISION = {"onnx-int8": "int8"}  # the runtime is in the row's words
+# the runtime is in the row's words; OpenVINO's defaults compute in bf16 where it is native
+PRECISION = {"onnx-int8": "int8", "compile-bf16": "bf16", "compile": "bf16",
+             "openvino": "bf16"}
 
 
 def _whole(value: float) -> str:

@@ -8,7 +8,6 @@ through seqrep's bounded JSON reader).
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -94,6 +93,7 @@ def table(records: list[dict[str, Any]]) -> str:
 
 SPEED_FILE = "peers-speed.json"
 MEMORY_FILE = "peers-memory.json"  # a later pass's own peaks, for a speed run without them
+FLOOR = 30.0  # F1 points under the best row past which the plot lists a row without drawing it
 TARGET_F1, TARGET_WORDS_PER_S = 91.6, 700.0  # spaCy's transformer pipeline's published F1
 ROW_COLUMNS = ("System", "Precision", "Test F1", "Words/s", "Sentences/s", "Peak MiB",
                "Training min", "Steps", "Status")
@@ -160,27 +160,32 @@ def row_table(table_rows: list[dict[str, Any]]) -> str:
 
 
 def plot(table_rows: list[dict[str, Any]], path: Path) -> int:
-    """F1 against words/s, one point per timed row with an F1 (seqrep's in another marker),
-    the issue's target (91.6 F1, 700 words/s) dashed; returns the number of points."""
+    """F1 against words/s, one numbered point per timed row with an F1 (seqrep's in another
+    marker), named in a legend by its number, so that no two names overlap; a row far below
+    the others (more than ``FLOOR`` points under the best) is listed in the legend but left
+    off the axes, which would otherwise squeeze every other point together. The issue's
+    target (91.6 F1, 700 words/s) is dashed. Returns the number of points listed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    points = [r for r in table_rows if r["f1"] is not None and r["words_per_s"]]
-    fig, ax = plt.subplots(figsize=(8, 5))
-    placed: list[tuple[float, float]] = []
-    for r in sorted(points, key=lambda r: (-r["f1"], r["words_per_s"])):
-        ax.scatter(r["words_per_s"], r["f1"], marker="*" if r["seqrep"] else "o",
-                   s=140 if r["seqrep"] else 50, color="C3" if r["seqrep"] else "C0")
-        x = math.log10(r["words_per_s"])
-        # labels of points close together go one under another instead of over each other
-        near = sum(abs(x - px) < 0.45 and abs(r["f1"] - pf) < 1.0 for px, pf in placed)
-        placed.append((x, r["f1"]))
+    points = sorted((r for r in table_rows if r["f1"] is not None and r["words_per_s"]),
+                    key=lambda r: (-r["f1"], r["words_per_s"]))
+    fig, ax = plt.subplots(figsize=(11, 5.5))
+    floor = max((r["f1"] for r in points), default=0) - FLOOR
+    for i, r in enumerate(points, 1):
         label = r["name"] if r["name"].endswith(r["precision"]) else \
             f"{r['name']} ({r['precision']})"
-        ax.annotate(label, (r["words_per_s"], r["f1"]), textcoords="offset points",
-                    xytext=(6, 4 - 11 * near), fontsize=8)
+        label = f"{i}  {label}: {r['f1']:.2f} F1, {r['words_per_s']:,.0f} words/s"
+        style = dict(marker="*" if r["seqrep"] else "o", s=140 if r["seqrep"] else 50,
+                     color="C3" if r["seqrep"] else "C0")
+        if r["f1"] < floor:  # listed, not drawn
+            ax.scatter([], [], label=label + " (below the axes)", **style)
+            continue
+        ax.scatter(r["words_per_s"], r["f1"], label=label, **style)
+        ax.annotate(str(i), (r["words_per_s"], r["f1"]), textcoords="offset points",
+                    xytext=(5, 3), fontsize=8)
     ax.margins(x=0.15, y=0.08)
     ax.axhline(TARGET_F1, color="grey", linestyle="--", linewidth=0.8)
     ax.axvline(TARGET_WORDS_PER_S, color="grey", linestyle="--", linewidth=0.8)
@@ -188,6 +193,9 @@ def plot(table_rows: list[dict[str, Any]], path: Path) -> int:
     ax.set_xlabel("words/s on the CoNLL-2003 test set (log scale)")
     ax.set_ylabel("test F1 (strict IOB2, seqrep score)")
     ax.set_title("CoNLL-2003: accuracy against speed, same machine, same threads")
+    if points:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=7, frameon=False,
+                  handletextpad=0.3, borderaxespad=0)
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

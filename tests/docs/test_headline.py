@@ -14,19 +14,26 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from peers import headline  # noqa: E402
 from peers.common import HarnessError  # noqa: E402
 
-# The README's comparison as it was written by hand from docs/research/peers.md's table,
-# before the generator existed: the generator must reproduce it from the records.
+# The README's comparison written by hand from the speed run's record: words/s are the
+# test set's 46,435 words over the median of each row's two labelings' own seconds (its
+# ``runs``' ``label_s``, not the record's ``words_per_s``), F1 from each row's scored test,
+# training minutes from the run's metrics.json (3,607.81 s; the layer-8 cut 3,602.49) or the
+# peer's record; halves rounded up.
 EXPECTED = """\
 | system | precision | test F1 | words/s | training |
 |---|---|---|---|---|
-| **seqrep**: Gemma-3-270m, r=1, cut at 11 of 18 layers, reading documents | bf16 | **92.61** | **738** | 54 min |
-| the same labeler, ONNX Runtime, seqrep's int8 recipe | int8 | 92.63 | 611 | 54 min |
-| Hugging Face `Trainer` token classifier, all-mpnet-base-v2 | bf16 | 90.32 | 1,883 | 60 min |
-| the same, fp32 | fp32 | 90.36 | 786 | 60 min |
-| flair `SequenceTagger` + CRF, all-mpnet-base-v2, sentence level | fp32 | 87.43 | 775 | 62 min |
-| spaCy 3.8 transformer pipeline (`--optimize accuracy`), all-mpnet-base-v2 | fp32 | 86.52 | 473 | 62 min |
-| spaCy 3.8 CNN pipeline (`--optimize efficiency`) | fp32 | 79.87 | 32,170 | 10 min |
-| flair with FLERT document context | fp32 | 76.62 | 69 | 60 min |
+| **seqrep**: Gemma-3-270m, r=1, cut at 11 of 18 layers, reading documents, `--runtime compile` | bf16 | **92.91** | **1,958** | 60 min |
+| the same labeler, PyTorch eager | bf16 | 92.94 | 1,032 | 60 min |
+| the same labeler, ONNX Runtime, seqrep's int8 recipe | int8 | 92.90 | 597 | 60 min |
+| the same recipe cut at layer 8, `--runtime compile` | bf16 | 91.96 | 2,594 | 60 min |
+| Hugging Face `Trainer` token classifier, all-mpnet-base-v2, OpenVINO | bf16 | 90.21 | 3,124 | 51 min |
+| the same, `torch.compile` | bf16 | 90.18 | 2,592 | 51 min |
+| the same, PyTorch eager | bf16 | 90.17 | 1,878 | 51 min |
+| the same, fp32 | fp32 | 90.19 | 716 | 51 min |
+| flair `SequenceTagger` + CRF, all-mpnet-base-v2, sentence level | fp32 | 87.43 | 709 | 62 min |
+| spaCy 3.8 transformer pipeline (`--optimize accuracy`), all-mpnet-base-v2 | fp32 | 86.52 | 454 | 62 min |
+| spaCy 3.8 CNN pipeline (`--optimize efficiency`) | fp32 | 79.87 | 24,053 | 10 min |
+| flair with FLERT document context | fp32 | 76.62 | 68 | 60 min |
 """  # noqa: E501 - a table row is as long as it is
 
 
