@@ -120,9 +120,12 @@ def test_in_bf16_norms_are_read_live_and_a_changed_linear_weight_builds_the_pass
     from torch._dynamo.utils import counters
 
     torch.manual_seed(0)
-    folder = SequenceLabeler.from_model(tiny("gemma3"), LABELS, repetitions=1, exit_layer=3,
-                                        max_subtokens=16, decoding="greedy"
-                                        ).save_pretrained(tmp_path / "gemma")
+    gemma = SequenceLabeler.from_model(tiny("gemma3"), LABELS, repetitions=1, exit_layer=3,
+                                       max_subtokens=16, decoding="greedy")
+    # a window longer than the sentences' rows, so they reach the compiled pass (rows past
+    # the tiny model's window of 12 run eagerly: the test below)
+    gemma.backbone.config.sliding_window = 64
+    folder = gemma.save_pretrained(tmp_path / "gemma")
     lab = load_labeler(CompiledLabeler, folder, False).place("cpu", "bf16").eval()
     twin = _eager(folder, "bf16")
     graphs = counters["stats"]["unique_graphs"]
@@ -160,6 +163,9 @@ def test_rows_longer_than_a_sliding_window_run_eagerly_without_a_second_graph(
     lengths = [[b.input_ids.shape[1] for b, _ in lab.batches(s, 1)] for s in (short, long)]
     assert max(lengths[0]) <= 12 < min(lengths[1])  # one batch within the window, one past
     graphs = counters["stats"]["unique_graphs"]
+    # the long batch first, before any pass is built: eager, nothing compiled
+    assert _worst(lab.word_logits(long), twin.word_logits(long)) < TOL
+    assert counters["stats"]["unique_graphs"] == graphs
     assert _worst(lab.word_logits(short), twin.word_logits(short)) < TOL
     compiled = counters["stats"]["unique_graphs"]
     assert compiled > graphs  # the short batch: compiled

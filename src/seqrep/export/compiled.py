@@ -126,7 +126,13 @@ class CompiledLabeler(SequenceLabeler):
         self._pass: Any = None
         self._checked: tuple = ()
         self._pass_lock = threading.Lock()
-        self._longest: int | None = None  # rows longer than this run eagerly (_too_long)
+        config = self.backbone.config
+        # right padding under SDPA: the pass's attention is told it is causal (_build)
+        self._causal = self.config.padding_side == "right" and \
+            config._attn_implementation == "sdpa"
+        windows = [w for w in layer_windows(config, config.num_hidden_layers) if w]
+        # rows longer than this run eagerly (_too_long), known before any pass is built
+        self._longest = min(windows, default=None) if self._causal else None
 
     def place(self, device: str | torch.device = "auto", precision: str = "auto",
               *args: Any, **kwargs: Any) -> CompiledLabeler:
@@ -161,13 +167,10 @@ class CompiledLabeler(SequenceLabeler):
         for name, tensor in linear.items():
             memo[id(params[name])] = torch.nn.Parameter(tensor.detach(), requires_grad=False)
         wrapper = _Pass(copy.deepcopy(self.backbone, memo), DTYPES[self.placement.precision])
-        config = wrapper.backbone.config  # the copy's: the labeler's own backbone is untouched
-        if self.config.padding_side == "right" and config._attn_implementation == "sdpa":
+        if self._causal:  # left padding (real tokens after the padding) keeps the mask
             _register_attention()
-            config._attn_implementation = CAUSAL  # see _causal_attention; left padding
-            # (real tokens after the padding) keeps the mask
-            windows = [w for w in layer_windows(config, config.num_hidden_layers) if w]
-            self._longest = min(windows, default=None)
+            # the copy's config: the labeler's own backbone is untouched
+            wrapper.backbone.config._attn_implementation = CAUSAL  # see _causal_attention
         frozen = {id(params[name]) for name in linear}
         live = [name for name, t in (*self.backbone.named_parameters(),
                                      *self.backbone.named_buffers()) if id(t) not in frozen]
