@@ -13,11 +13,10 @@ many word tags (argmax of the run's head) differ from fp32's.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -128,8 +127,8 @@ def main(argv: list[str] | None = None) -> None:
             from seqrep.export.compiled import CompiledLabeler
 
             masked = load_labeler(CompiledLabeler, folder, False).place("cpu", "bf16").eval()
-            with _patched(compiled_module, CAUSAL="sdpa",
-                                   _register_attention=lambda: None):
+            with mock.patch.multiple(compiled_module, CAUSAL="sdpa",
+                                     _register_attention=lambda: None):
                 masked.compile()  # keeps transformers' SDPA with its materialized mask
             measure("--runtime compile with the padding mask (before the causal attention)",
                     lambda b: masked.hidden(b)[0])
@@ -159,19 +158,6 @@ def main(argv: list[str] | None = None) -> None:
             "batches": len(batches), "cpu": cpu_features(), "torch": torch.__version__,
             "command": ["python", *sys.argv], "rows": rows}, indent=1) + "\n",
             encoding="utf-8")
-
-
-@contextlib.contextmanager
-def _patched(module: Any, **values: Any) -> Iterator[None]:
-    """Set ``module``'s attributes to ``values`` for the block."""
-    saved = {name: getattr(module, name) for name in values}
-    for name, value in values.items():
-        setattr(module, name, value)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
 
 
 if __name__ == "__main__":
