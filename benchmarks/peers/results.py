@@ -159,6 +159,16 @@ def row_table(table_rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot_points(table_rows: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any], bool]]:
+    """The plot's points: each timed row with an F1, numbered from 1 by F1 (highest first,
+    then the slower first), and whether it is drawn (False: more than ``FLOOR`` points under
+    the best row, listed in the legend only)."""
+    points = sorted((r for r in table_rows if r["f1"] is not None and r["words_per_s"]),
+                    key=lambda r: (-r["f1"], r["words_per_s"]))
+    floor = max((r["f1"] for r in points), default=0) - FLOOR
+    return [(i, r, r["f1"] >= floor) for i, r in enumerate(points, 1)]
+
+
 def plot(table_rows: list[dict[str, Any]], path: Path) -> int:
     """F1 against words/s, one numbered point per timed row with an F1 (seqrep's in another
     marker), named in a legend by its number, so that no two names overlap; a row far below
@@ -170,17 +180,15 @@ def plot(table_rows: list[dict[str, Any]], path: Path) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    points = sorted((r for r in table_rows if r["f1"] is not None and r["words_per_s"]),
-                    key=lambda r: (-r["f1"], r["words_per_s"]))
+    points = plot_points(table_rows)
     fig, ax = plt.subplots(figsize=(11, 5.5))
-    floor = max((r["f1"] for r in points), default=0) - FLOOR
-    for i, r in enumerate(points, 1):
-        label = r["name"] if r["name"].endswith(r["precision"]) else \
+    for i, r, drawn in points:
+        name = r["name"] if r["name"].endswith(r["precision"]) else \
             f"{r['name']} ({r['precision']})"
-        label = f"{i}  {label}: {r['f1']:.2f} F1, {r['words_per_s']:,.0f} words/s"
+        label = f"{i}  {name}: {r['f1']:.2f} F1, {r['words_per_s']:,.0f} words/s"
         style = dict(marker="*" if r["seqrep"] else "o", s=140 if r["seqrep"] else 50,
                      color="C3" if r["seqrep"] else "C0")
-        if r["f1"] < floor:  # listed, not drawn
+        if not drawn:
             ax.scatter([], [], label=label + " (below the axes)", **style)
             continue
         ax.scatter(r["words_per_s"], r["f1"], label=label, **style)

@@ -91,6 +91,20 @@ def test_plot_has_every_timed_point(tmp_path: Path) -> None:
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_plot_numbers_points_by_f1_and_leaves_a_far_row_off_the_axes() -> None:
+    """Numbered by F1, highest first (a tie: the slower first); a row more than 30 points
+    under the best is listed, not drawn (93 - 30 = 63: 46.6 is under it, 63 is not)."""
+    def row(name: str, f1: float, speed: float) -> dict:
+        return {"name": name, "f1": f1, "words_per_s": speed}
+
+    got = results.plot_points([row("fast", 90.0, 3000.0), row("int8", 46.6, 1300.0),
+                               row("best", 93.0, 1900.0), row("edge", 63.0, 100.0),
+                               row("slow", 90.0, 700.0), row("untimed", 88.0, None)])
+    assert [(i, r["name"], drawn) for i, r, drawn in got] == [
+        (1, "best", True), (2, "slow", True), (3, "fast", True), (4, "edge", True),
+        (5, "int8", False)]
+
+
 def test_fill_page_keeps_the_prose(tmp_path: Path) -> None:
     page = tmp_path / "peers.md"
     page.write_text(f"# Peers\n\nprose\n\n{results.BEGIN}\nold table\n{results.END}\n\nmore\n",
