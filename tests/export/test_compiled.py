@@ -31,7 +31,7 @@ LONG = ["Nadim", "Ladki", "reported", "from", "Al-Ain", ",", "for", "Reuters", "
 def run(tiny, tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("compiled-run")
     torch.manual_seed(0)
-    folder = SequenceLabeler.from_model(tiny("llama"), LABELS, repetitions=1, exit_layer=3,
+    folder = SequenceLabeler.from_model(tiny("llama"), LABELS, repetitions=1, exit_layer=1,
                                         max_subtokens=16, decoding="greedy"
                                         ).save_pretrained(root / "labeler")
     return folder, write_corpus(root / "test.txt", 6)
@@ -120,7 +120,7 @@ def test_in_bf16_norms_are_read_live_and_a_changed_linear_weight_builds_the_pass
     from torch._dynamo.utils import counters
 
     torch.manual_seed(0)
-    gemma = SequenceLabeler.from_model(tiny("gemma3"), LABELS, repetitions=1, exit_layer=3,
+    gemma = SequenceLabeler.from_model(tiny("gemma3"), LABELS, repetitions=1, exit_layer=1,
                                        max_subtokens=16, decoding="greedy")
     # a window longer than the sentences' rows, so they reach the compiled pass (rows past
     # the tiny model's window of 12 run eagerly: the test below)
@@ -132,8 +132,8 @@ def test_in_bf16_norms_are_read_live_and_a_changed_linear_weight_builds_the_pass
     before = lab.word_logits(SENTENCES)
     assert counters["stats"]["unique_graphs"] > graphs  # compiled, not run eagerly
     assert _worst(before, twin.word_logits(SENTENCES)) < BF16_TOL
-    edits = [lambda m: m.backbone.layers[1].post_attention_layernorm.weight.add_(-1.5),
-             lambda m: m.backbone.layers[0].mlp.down_proj.weight.mul_(4.0)]
+    edits = [lambda m: m.backbone.layers[0].post_attention_layernorm.weight.add_(-1.5),
+             lambda m: m.backbone.layers[0].mlp.gate_proj.weight.mul_(4.0)]
     for edit in edits:
         generation = lab.inference_weights.generation
         with torch.no_grad():
@@ -154,7 +154,7 @@ def test_rows_longer_than_a_sliding_window_run_eagerly_without_a_second_graph(
     did, at a cost of minutes); both kinds of batch label as the eager labeler does."""
     from torch._dynamo.utils import counters
 
-    folder = SequenceLabeler.from_model(tiny("gemma3"), LABELS, repetitions=1, exit_layer=3,
+    folder = SequenceLabeler.from_model(tiny("gemma3"), LABELS, repetitions=1, exit_layer=1,
                                         max_subtokens=16, decoding="greedy"
                                         ).save_pretrained(tmp_path / "gemma")
     lab = load_labeler(CompiledLabeler, folder, False).place("cpu", "fp32").eval()
@@ -240,7 +240,7 @@ def test_two_labelers_of_one_family_each_label_with_their_own_weights(tiny, run,
     """A second labeler of the same architecture may reuse the compiled code (the weights
     are its inputs): its labels are its own eager pass's, not the first labeler's."""
     torch.manual_seed(1)
-    other = SequenceLabeler.from_model(tiny("llama"), LABELS, repetitions=1, exit_layer=3,
+    other = SequenceLabeler.from_model(tiny("llama"), LABELS, repetitions=1, exit_layer=1,
                                        max_subtokens=16, decoding="greedy")
     for p in other.backbone.parameters():  # other weights, the same shapes
         torch.nn.init.normal_(p, std=0.2)

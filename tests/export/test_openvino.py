@@ -195,7 +195,7 @@ def test_without_the_all_ones_mask_gemma3_padding_would_be_nan(saved, monkeypatc
 def run(tiny, tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("ov-run")
     torch.manual_seed(0)
-    folder = SequenceLabeler.from_model(tiny("llama"), LABELS, repetitions=1, exit_layer=3,
+    folder = SequenceLabeler.from_model(tiny("llama"), LABELS, repetitions=1, exit_layer=1,
                                         decoding="greedy").save_pretrained(root / "labeler")
     return folder, write_corpus(root / "test.txt", 6)
 

@@ -16,6 +16,8 @@ import pytest
 from support import cli, serving_app, sharp_document_labeler
 
 ray = pytest.importorskip("ray")
+# a Ray runtime of its own with worker processes: heavy, in the integration run
+pytestmark = pytest.mark.integration
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
 NAMES = ["Obama", "Maria", "Angela", "Peter", "Boris"]

@@ -17,6 +17,8 @@ import torch
 from support import cli
 
 ray = pytest.importorskip("ray")
+# a Ray runtime of its own with worker processes: heavy, in the integration run
+pytestmark = pytest.mark.integration
 
 LABELS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-MISC"]
 WORDS = ["Washington", "Obama", "Paris", "met", "the", "council", "of", "Berlin", "and",

@@ -38,8 +38,8 @@ def test_a_measured_openvino_row_has_the_states_of_the_fp32_row(tiny) -> None:
     pytest.importorskip("openvino")
     model = tiny("llama")
     words = WORDS * 3
-    fp32 = _measure(model, 1, 3, words, 4, None, 2, "cut", None)
-    ov = _measure(model, 1, 3, words, 4, None, 2, "cut", None, precision="openvino-fp32")
+    fp32 = _measure(model, 1, 1, words, 4, None, 2, "cut", None)
+    ov = _measure(model, 1, 1, words, 4, None, 2, "cut", None, precision="openvino-fp32")
     assert ov["precision"] == "openvino-fp32" and ov["tokens"] == fp32["tokens"]
     assert ov["checksum"] == pytest.approx(fp32["checksum"], rel=1e-5)
 
@@ -54,7 +54,7 @@ def test_compiled_rows_are_timed_for_the_encoders_too_and_keep_the_states(tiny) 
     assert _ceiling_precision("compile-bf16") == "bf16"
     model = tiny("llama")
     words = WORDS * 3
-    fp32 = _measure(model, 1, 3, words, 4, None, 2, "cut", None)
-    fused = _measure(model, 1, 3, words, 4, None, 2, "cut", None, precision="compile-fp32")
+    fp32 = _measure(model, 1, 1, words, 4, None, 2, "cut", None)
+    fused = _measure(model, 1, 1, words, 4, None, 2, "cut", None, precision="compile-fp32")
     assert fused["precision"] == "compile-fp32" and fused["tokens"] == fp32["tokens"]
     assert fused["checksum"] == pytest.approx(fp32["checksum"], rel=1e-5)

@@ -21,7 +21,7 @@ pytest.importorskip("onnxscript")
 @pytest.fixture(scope="module")
 def tiny() -> tuple[object, dict]:
     torch.manual_seed(0)
-    cfg = transformers.MPNetConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+    cfg = transformers.MPNetConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1,
                                    num_attention_heads=2, intermediate_size=64, num_labels=5)
     model = transformers.MPNetForTokenClassification(cfg).eval()
     ids = torch.randint(3, 100, (3, 7))
