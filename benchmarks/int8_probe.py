@@ -40,21 +40,19 @@ def _backbone():  # noqa: ANN202
     return Gemma3TextModel(cfg).eval()
 
 
-class _Hidden:
-    """Wraps a backbone as ids -> last hidden states (what export and compile see)."""
+def _hidden(model):  # noqa: ANN001, ANN202
+    """``model`` as a module of ids -> last hidden states (what export and compile see)."""
+    import torch
 
-    def __new__(cls, model):  # noqa: ANN001, ANN204
-        import torch
+    class Hidden(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.m = model
 
-        class Hidden(torch.nn.Module):
-            def __init__(self) -> None:
-                super().__init__()
-                self.m = model
+        def forward(self, ids):  # noqa: ANN001, ANN202
+            return self.m(input_ids=ids, use_cache=False).last_hidden_state
 
-            def forward(self, ids):  # noqa: ANN001, ANN202
-                return self.m(input_ids=ids, use_cache=False).last_hidden_state
-
-        return Hidden()
+    return Hidden()
 
 
 def _pt2e(model, ids, dynamic: bool):  # noqa: ANN001, ANN202
@@ -65,7 +63,7 @@ def _pt2e(model, ids, dynamic: bool):  # noqa: ANN001, ANN202
     quantizer = xiq.X86InductorQuantizer()
     quantizer.set_global(xiq.get_default_x86_inductor_quantization_config(is_dynamic=dynamic))
     with torch.no_grad():
-        graph = torch.export.export(_Hidden(copy.deepcopy(model)), (ids,), strict=False).module()
+        graph = torch.export.export(_hidden(copy.deepcopy(model)), (ids,), strict=False).module()
         prepared = prepare_pt2e(graph, quantizer)
         prepared(ids)
         converted = convert_pt2e(prepared)
@@ -100,14 +98,14 @@ def main(argv: list[str] | None = None) -> None:
         ref = model(input_ids=ids, use_cache=False).last_hidden_state
 
     def bf16() -> Callable:
-        return torch.compile(_Hidden(copy.deepcopy(model).to(torch.bfloat16)))
+        return torch.compile(_hidden(copy.deepcopy(model).to(torch.bfloat16)))
 
     def torchao_dynamic() -> Callable:
         from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_
 
         m = copy.deepcopy(model).to(torch.bfloat16)
         quantize_(m, Int8DynamicActivationInt8WeightConfig())
-        return torch.compile(_Hidden(m))
+        return torch.compile(_hidden(m))
 
     autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16)  # noqa: E731
     variants = {"bf16": (bf16, contextlib.nullcontext),
